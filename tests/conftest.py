@@ -1,0 +1,86 @@
+"""Shared fixtures: real DuckDB workspaces in tmp_path, the real CLI as a subprocess."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "sample_corpus"
+CONFIG = SAMPLE / "workbench.yaml"
+WORKBENCH_BIN = Path(sys.executable).parent / "workbench"
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def fragment_text(fid: str, *, kind: str = "note", title: str | None = None, body: str = "Some body text.",
+                  org: str = "northwind", repo: str | None = "payments-api", persona: str | None = None,
+                  owner: str = "marco.bianchi", extra: str = "") -> str:
+    scope = f"org: {org}" + (f", repo: {repo}" if repo else "") + (f", persona: {persona}" if persona else "")
+    return (f"---\nid: {fid}\nkind: {kind}\ntitle: \"{title or 'Title of ' + fid}\"\nscope: {{{scope}}}\n"
+            f"owner: {owner}\n{extra}---\n\n{body}\n")
+
+
+def write_fragment(folder: Path, fid: str, **kw) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{fid}.md"
+    path.write_text(fragment_text(fid, **kw), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """An empty workspace with the sample workbench.yaml."""
+    from workbench import Workbench
+
+    root = tmp_path / "ws"
+    Workbench.init(root, config=CONFIG).close()
+    return root
+
+
+@pytest.fixture
+def wb(workspace: Path):
+    from workbench import Workbench
+
+    with Workbench.open(workspace) as bench:
+        yield bench
+
+
+@pytest.fixture(scope="session")
+def sample_workspace_template(tmp_path_factory) -> Path:
+    """The sample corpus ingested once per test session; copy it before changing it."""
+    from workbench import Workbench
+
+    root = tmp_path_factory.mktemp("sample") / "ws"
+    with Workbench.init(root, config=CONFIG) as bench:
+        report = bench.ingest([SAMPLE / "fragments"])
+        assert not report.errors, report.errors
+    return root
+
+
+@pytest.fixture
+def sample_workspace(sample_workspace_template: Path, tmp_path: Path) -> Path:
+    target = tmp_path / "sample-ws"
+    shutil.copytree(sample_workspace_template, target)
+    return target
+
+
+def run_cli(*args: str, workspace: Path | None = None, env: dict | None = None, input: str | None = None,
+            timeout: float = 120) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, **(env or {})}
+    cmd = [str(WORKBENCH_BIN)]
+    if workspace is not None:
+        cmd += ["--workspace", str(workspace)]
+    return subprocess.run(cmd + list(args), capture_output=True, text=True, env=full_env, input=input,
+                          timeout=timeout)
+
+
+@pytest.fixture
+def cli():
+    return run_cli

@@ -1,0 +1,154 @@
+"""The CLI as users run it: a real subprocess, exit codes, one-line errors, JSON contracts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import CONFIG, fragment_text, write_fragment
+
+
+@pytest.fixture
+def ws(tmp_path, cli):
+    root = tmp_path / "ws"
+    r = cli("init", "--config", str(CONFIG), workspace=root)
+    assert r.returncode == 0, r.stderr
+    write_fragment(tmp_path / "in", "nw-a", kind="decision", body="## Why\nBecause.")
+    write_fragment(tmp_path / "in", "tw-b", org="tidewater", repo="dispatch", owner="raj.patel")
+    r = cli("ingest", str(tmp_path / "in"), "--json", workspace=root)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == {"added": 2, "updated": 0, "unchanged": 0, "errors": [], "warnings": []}
+    return root
+
+
+def assert_user_error(r, text):
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert text in r.stderr
+    assert "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_help_answers_without_importing_torch_or_duckdb():
+    code = ("import sys; from workbench.cli.main import main\n"
+            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "heavy = [m for m in ('torch', 'sentence_transformers', 'duckdb', 'networkx', 'textual') "
+            "if m in sys.modules]\nprint(heavy)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.stdout.strip().splitlines()[-1] == "[]", r.stdout
+
+
+def test_every_command_has_help(cli):
+    from workbench.cli.main import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    assert sub.choices, "no commands"
+    for name, p in sub.choices.items():
+        assert p.description, f"{name} has no help text"
+        for action in p._actions:
+            if action.dest not in ("help",) and action.option_strings:
+                assert action.help, f"{name} {action.option_strings} has no help text"
+
+
+def test_json_contracts(ws, cli):
+    shown = json.loads(cli("show", "nw-a", "--json", "--as", "marco.bianchi", workspace=ws).stdout)
+    for key in ("id", "version", "title", "body", "kind", "scope", "owner", "updated_at", "sources", "links"):
+        assert key in shown
+    assert shown["scope"] == {"org": "northwind", "repo": "payments-api", "persona": None, "session": None}
+    people = json.loads(cli("principals", "--json", workspace=ws).stdout)
+    assert all(set(p) == {"name", "orgs", "repos", "personas", "lead_of"} for p in people)
+    marco = next(p for p in people if p["name"] == "marco.bianchi")
+    assert marco["lead_of"] == ["org=northwind,repo=payments-api"]
+    listed = json.loads(cli("list", "--json", "--as", "grace.kim", workspace=ws).stdout)
+    assert [f["id"] for f in listed] == ["nw-a", "tw-b"]
+    history = json.loads(cli("history", "nw-a", "--json", "--as", "marco.bianchi", workspace=ws).stdout)
+    assert [(v["version"], v["author"]) for v in history] == [(1, "marco.bianchi")]
+
+
+def test_list_filters_and_scope(ws, cli):
+    def ids(*args):
+        r = cli("list", "--json", *args, workspace=ws)
+        assert r.returncode == 0, r.stderr
+        return [f["id"] for f in json.loads(r.stdout)]
+
+    assert ids("--as", "marco.bianchi") == ["nw-a"]
+    assert ids("--as", "raj.patel") == ["tw-b"]
+    assert ids("--as", "grace.kim", "--scope", "org=tidewater") == ["tw-b"]
+    assert ids("--as", "grace.kim", "--kind", "decision") == ["nw-a"]
+    assert ids("--as", "grace.kim", "--owner", "raj.patel") == ["tw-b"]
+
+
+def test_edit_revert_diff_round(ws, cli, tmp_path):
+    body = tmp_path / "body.md"
+    body.write_text("## Why\nBecause of retries.\n")
+    r = cli("edit", "nw-a", "--file", str(body), "--reason", "more", "--as", "marco.bianchi", workspace=ws)
+    assert r.returncode == 0 and "version 2" in r.stdout
+    r = cli("diff", "nw-a", "1", "2", "--as", "marco.bianchi", workspace=ws)
+    assert "+Because of retries." in r.stdout
+    r = cli("revert", "nw-a", "--to", "1", "--as", "marco.bianchi", "--json", workspace=ws)
+    assert json.loads(r.stdout)["version"] == 3
+    r = cli("show", "nw-a", "--version", "2", "--json", "--as", "marco.bianchi", workspace=ws)
+    assert json.loads(r.stdout)["body"] == "## Why\nBecause of retries."
+
+
+def test_bad_input_exits_2_with_one_line(ws, cli, tmp_path):
+    body = tmp_path / "body.md"
+    body.write_text("new text\n")
+    assert_user_error(cli("show", "nw-nope", workspace=ws), "unknown fragment 'nw-nope'")
+    assert_user_error(cli("show", "nw-a", "--as", "mallory", workspace=ws), "unknown principal 'mallory'")
+    assert_user_error(cli("edit", "nw-a", "--file", str(body), "--as", "marco.bianchi", workspace=ws),
+                      "reason is required")
+    assert_user_error(cli("edit", "nw-a", "--file", str(tmp_path / "missing.md"), "--reason", "r",
+                          "--as", "marco.bianchi", workspace=ws), "cannot read")
+    assert_user_error(cli("list", "--scope", "repo=x", workspace=ws), "org is required")
+    assert_user_error(cli("list", "--kind", "essay", workspace=ws), "unknown kind 'essay'")
+    assert_user_error(cli("list", workspace=tmp_path / "nowhere"), "no workspace at")
+    r = cli("show", workspace=ws)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    # nothing stored was lost
+    assert json.loads(cli("info", "--json", workspace=ws).stdout)["versions"] == 2
+
+
+def test_out_of_scope_id_answers_like_an_unknown_id(ws, cli):
+    r = cli("show", "tw-b", "--as", "marco.bianchi", workspace=ws)
+    assert_user_error(r, "unknown fragment 'tw-b'")
+    assert_user_error(cli("history", "tw-b", "--as", "marco.bianchi", workspace=ws), "unknown fragment")
+    assert_user_error(cli("diff", "tw-b", "1", "1", "--as", "marco.bianchi", workspace=ws), "unknown fragment")
+
+
+def test_ingest_with_a_bad_file_exits_2_but_imports_the_rest(ws, cli, tmp_path):
+    src = tmp_path / "more"
+    write_fragment(src, "nw-c")
+    (src / "bad.md").write_text(fragment_text("nw-d", kind="essay"))
+    r = cli("ingest", str(src), "--json", workspace=ws)
+    assert r.returncode == 2
+    out = json.loads(r.stdout)
+    assert out["added"] == 1 and out["errors"][0]["file"].endswith("bad.md")
+
+
+def test_workspace_location_precedence(tmp_path, cli):
+    env_ws, flag_ws = tmp_path / "env", tmp_path / "flag"
+    assert cli("init", env={"WORKBENCH_HOME": str(env_ws)}).returncode == 0
+    assert (env_ws / "workbench.yaml").is_file() and (env_ws / "workbench.duckdb").is_file()
+    assert cli("init", workspace=flag_ws, env={"WORKBENCH_HOME": str(env_ws)}).returncode == 0
+    assert (flag_ws / "workbench.duckdb").is_file()
+    cwd = tmp_path / "here"
+    cwd.mkdir()
+    from conftest import WORKBENCH_BIN
+    import os
+    env = {k: v for k, v in os.environ.items() if k != "WORKBENCH_HOME"}
+    r = subprocess.run([str(WORKBENCH_BIN), "init"], cwd=cwd, capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert (cwd / ".workbench" / "workbench.duckdb").is_file()
+
+
+def test_bad_workspace_config_names_file_and_field(tmp_path, cli):
+    bad = tmp_path / "workbench.yaml"
+    bad.write_text("orgs:\n  - name: acme\nprincipals:\n  - name: a\n    orgs: [nope]\n")
+    r = cli("init", "--config", str(bad), workspace=tmp_path / "ws")
+    assert_user_error(r, "principals.0.orgs: unknown org 'nope'")
+    bad.write_text("orgs: [\n")
+    assert_user_error(cli("init", "--config", str(bad), workspace=tmp_path / "ws"), "malformed YAML")

@@ -1,0 +1,85 @@
+"""`workbench` command line.
+
+Each command parses its arguments, makes one call into ``workbench.service``
+and renders the result (text, or the documented JSON with ``--json``). Heavy
+modules are imported inside the handlers so ``workbench --help`` stays fast.
+Exit codes: 0 ok, 2 user error, 1 internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any, Callable
+
+Handler = Callable[[argparse.Namespace], int | None]
+_COMMANDS: dict[str, Handler] = {}
+
+
+def command(name: str) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        _COMMANDS[name] = fn
+        return fn
+    return register
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse exits 2 already; keep its one-line style
+        self.print_usage(sys.stderr)
+        self.exit(2, f"workbench: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .commands import add_commands
+
+    parser = _Parser(prog="workbench", description="A local-first knowledge workbench for curating what "
+                     "AI agents know: versioned, scoped, owned fragments; pins; hybrid retrieval; exports.")
+    parser.add_argument("--workspace", metavar="DIR",
+                        help="workspace folder (default: $WORKBENCH_HOME, else ./.workbench/)")
+    parser.add_argument("--version", action="version", version=_version())
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    add_commands(sub)
+    return parser
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return f"workbench {__version__}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return 0
+    from . import commands  # noqa: F401  (registers handlers)
+    from ..errors import WorkbenchError
+
+    try:
+        code = _COMMANDS[args.command](args)
+        return int(code or 0)
+    except WorkbenchError as e:
+        print(f"workbench: {e.message}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("workbench: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as e:  # a bug: say so in one line, keep the traceback for WORKBENCH_DEBUG
+        if os.environ.get("WORKBENCH_DEBUG"):
+            raise
+        print(f"workbench: internal error: {type(e).__name__}: {e} (set WORKBENCH_DEBUG=1 for details)",
+              file=sys.stderr)
+        return 1
+
+
+def run() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,139 @@
+"""Workspace location and configuration (workbench.yaml).
+
+A workspace is a folder holding ``workbench.yaml`` (orgs, principals, roles) and
+``workbench.duckdb``. Its location comes from ``--workspace DIR``, else
+``WORKBENCH_HOME``, else ``./.workbench/``. This module reads and validates the
+config; it does no database work.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import NotFound, UserError, ValidationError
+from .models import Principal, Scope
+from .schemas import plain_yaml, validate
+
+CONFIG_NAME = "workbench.yaml"
+DB_NAME = "workbench.duckdb"
+
+DEFAULT_CONFIG = """\
+# workbench workspace configuration (schema: schemas/workspace.schema.json)
+name: my-workspace
+default_principal: me
+orgs:
+  - name: my-org
+    repos: []
+    personas: []
+principals:
+  - name: me
+    orgs: [my-org]
+    repos: [my-org/*]
+    personas: [my-org/*]
+    lead_of: ["org=my-org"]
+"""
+
+
+def resolve_workspace(path: str | os.PathLike | None = None) -> Path:
+    """--workspace DIR, else WORKBENCH_HOME, else ./.workbench/."""
+    if path:
+        return Path(path).expanduser().resolve()
+    env = os.environ.get("WORKBENCH_HOME")
+    if env:
+        return Path(env).expanduser().resolve()
+    return (Path.cwd() / ".workbench").resolve()
+
+
+@dataclass(frozen=True)
+class OrgConfig:
+    name: str
+    title: str | None = None
+    repos: tuple[str, ...] = ()
+    personas: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class WorkspaceConfig:
+    """The parsed workbench.yaml."""
+
+    name: str
+    orgs: dict[str, OrgConfig]
+    principals: dict[str, Principal]
+    default_principal: str | None = None
+    half_life_days: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: Path) -> "WorkspaceConfig":
+        try:
+            raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except FileNotFoundError as e:
+            raise UserError(f"{path}: workspace config not found") from e
+        except yaml.YAMLError as e:
+            raise ValidationError(f"malformed YAML ({_yaml_where(e)})", file=str(path)) from e
+        return cls.from_data(raw, file=str(path))
+
+    @classmethod
+    def from_data(cls, raw: Any, *, file: str = CONFIG_NAME) -> "WorkspaceConfig":
+        raw = plain_yaml(raw)
+        if not isinstance(raw, dict):
+            raise ValidationError("expected a mapping at the top level", file=file)
+        validate("workspace", raw, file=file)
+        orgs = {o["name"]: OrgConfig(o["name"], o.get("title"), tuple(o.get("repos", ())),
+                                     tuple(o.get("personas", ()))) for o in raw["orgs"]}
+        principals: dict[str, Principal] = {}
+        for i, p in enumerate(raw["principals"]):
+            where = f"principals.{i}"
+            if p["name"] in principals:
+                raise ValidationError(f"duplicate principal {p['name']!r}", file=file, field=where)
+            for org in p["orgs"]:
+                if org not in orgs:
+                    raise ValidationError(f"unknown org {org!r}", file=file, field=f"{where}.orgs")
+            for key in ("repos", "personas"):
+                for grant in p.get(key, ()):
+                    org, _, name = grant.partition("/")
+                    known = getattr(orgs.get(org), key, None)
+                    if known is None or (name != "*" and name not in known):
+                        raise ValidationError(f"unknown {key[:-1]} {grant!r}", file=file, field=f"{where}.{key}")
+            lead_of = tuple(Scope.parse(s) for s in p.get("lead_of", ()))
+            principals[p["name"]] = Principal(
+                name=p["name"], orgs=tuple(p["orgs"]), repos=tuple(p.get("repos", ())),
+                personas=tuple(p.get("personas", ())), sessions=tuple(p.get("sessions", ())),
+                lead_of=lead_of, full_name=p.get("full_name"), email=p.get("email"),
+                kind=p.get("kind", "person"))
+        default = raw.get("default_principal")
+        if default is not None and default not in principals:
+            raise ValidationError(f"unknown principal {default!r}", file=file, field="default_principal")
+        return cls(name=raw.get("name", "workspace"), orgs=orgs, principals=principals,
+                   default_principal=default, half_life_days=dict(raw.get("freshness_half_life_days", {})))
+
+    def principal(self, name: str | None) -> Principal:
+        """Look a principal up by name; None means the default principal."""
+        name = name or os.environ.get("WORKBENCH_PRINCIPAL") or self.default_principal
+        if not name:
+            raise UserError("no principal given: pass --as NAME (or set default_principal in workbench.yaml)")
+        try:
+            return self.principals[name]
+        except KeyError:
+            raise NotFound(f"unknown principal {name!r} (known: {', '.join(sorted(self.principals))})") from None
+
+    def check_scope(self, scope: Scope) -> str | None:
+        """Return a problem with ``scope`` (an undeclared org, repo or persona), or None."""
+        org = self.orgs.get(scope.org)
+        if org is None:
+            return f"unknown org {scope.org!r} (known: {', '.join(sorted(self.orgs))})"
+        if scope.repo is not None and scope.repo not in org.repos:
+            return f"unknown repo {scope.repo!r} in org {scope.org!r} (known: {', '.join(org.repos) or 'none'})"
+        if scope.persona is not None and scope.persona not in org.personas:
+            return f"unknown persona {scope.persona!r} in org {scope.org!r} (known: {', '.join(org.personas) or 'none'})"
+        return None
+
+
+def _yaml_where(e: Exception) -> str:
+    mark = getattr(e, "problem_mark", None)
+    problem = getattr(e, "problem", None) or "parse error"
+    return f"line {mark.line + 1}: {problem}" if mark is not None else str(problem)

@@ -1,0 +1,1 @@
+"""Exports: fragment files now; bundles, agent context files and the MCP server later."""

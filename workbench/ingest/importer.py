@@ -1,0 +1,112 @@
+"""Import fragment files into the store.
+
+All files are read and validated first; every valid one is then written in a
+single transaction, so an ingest is all-or-nothing on disk (a bad file is
+reported and skipped, a crash leaves the previous state). Re-ingesting an
+unchanged file changes nothing; a changed file appends a version.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Callable, Iterable
+
+from ..config import WorkspaceConfig
+from ..errors import ValidationError, WorkbenchError
+from ..models import IngestReport
+from ..store import Store
+from ..store.store import VersionWrite, utcnow
+from .files import ParsedFragment, collect, parse_fragment
+
+Progress = Callable[[str, int, int], None]
+WRITE_CHUNK = 500
+
+
+def check_semantics(parsed: ParsedFragment, config: WorkspaceConfig) -> None:
+    """Rules the JSON schema cannot express: known owner, declared scope, owner in scope."""
+    content = parsed.content
+    problem = config.check_scope(content.scope)
+    if problem:
+        raise ValidationError(problem, file=parsed.file, field="scope")
+    owner = config.principals.get(content.owner)
+    if owner is None:
+        raise ValidationError(f"unknown owner {content.owner!r} (not a principal in workbench.yaml)",
+                              file=parsed.file, field="owner")
+    if not owner.can_see(content.scope, owner=content.owner):
+        raise ValidationError(f"owner {content.owner!r} is not a member of scope {content.scope}",
+                              file=parsed.file, field="owner")
+
+
+def read_files(paths: Iterable[str | Path], config: WorkspaceConfig, report: IngestReport) -> list[ParsedFragment]:
+    files, missing = collect(paths)
+    report.errors.extend(missing)
+    parsed: list[ParsedFragment] = []
+    seen: dict[str, str] = {}
+    for path in files:
+        name = str(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            report.errors.append({"file": name, "message": f"cannot read: {e}"})
+            continue
+        try:
+            item = parse_fragment(text, file=name)
+            check_semantics(item, config)
+        except WorkbenchError as e:
+            report.errors.append({"file": name, "message": e.message})
+            continue
+        if item.id in seen:
+            report.errors.append({"file": name, "message": f"{name}: id: duplicate id {item.id!r} "
+                                                           f"(also in {seen[item.id]})"})
+            continue
+        seen[item.id] = name
+        parsed.append(item)
+    return parsed
+
+
+def ingest_files(store: Store, config: WorkspaceConfig, paths: Iterable[str | Path], *,
+                 actor: str | None = None, reason: str | None = None,
+                 progress: Progress | None = None) -> IngestReport:
+    report = IngestReport()
+    parsed = read_files(paths, config, report)
+    known = store.hashes()
+    now = utcnow()
+    batch_ids = {p.id for p in parsed}
+    all_ids = known.keys() | batch_ids
+    for item in parsed:
+        dangling = [link for link in (*item.content.links, *item.content.supersedes) if link not in all_ids]
+        if dangling:
+            report.warnings.append({"file": item.file, "message": f"dangling link(s): {', '.join(dangling)}"})
+    writes: list[VersionWrite] = []
+    newly_verified: list[tuple[str, datetime]] = []
+    for item in parsed:
+        current = known.get(item.id)
+        author = actor or item.content.owner
+        why = reason or f"ingest {Path(item.file).name}"
+        if current is None:
+            at = item.updated or now
+            writes.append(VersionWrite(item.id, 1, item.content, author, why, at, item.created or at,
+                                       item.verified, item.file))
+            report.added.append(item.id)
+        elif current[0] == item.content.content_hash():
+            report.unchanged.append(item.id)
+            if item.verified and (current[3] is None or item.verified > current[3]):
+                newly_verified.append((item.id, item.verified))
+        else:
+            at = item.updated if item.updated and item.updated > current[2] else now
+            writes.append(VersionWrite(item.id, current[1] + 1, item.content, author, why, at, None,
+                                       item.verified, item.file))
+            report.updated.append(item.id)
+    if not writes and not newly_verified:
+        return report
+    with store.transaction():
+        for start in range(0, len(writes), WRITE_CHUNK):
+            store.write_versions(writes[start:start + WRITE_CHUNK])
+            if progress:
+                progress("write", min(start + WRITE_CHUNK, len(writes)), len(writes))
+        for fragment_id, verified in newly_verified:
+            store.set_verified(fragment_id, verified)
+        store.add_event("ingest", actor=actor, detail={"added": len(report.added), "updated": len(report.updated),
+                                                        "errors": len(report.errors)})
+    return report

@@ -1,0 +1,266 @@
+"""Typed values that cross layers: scopes, principals, fragments, versions, reports.
+
+Frozen dataclasses with no I/O. Visibility of a scope to a principal is decided
+here (``Principal.can_see``) so that every path (list, show, search, context,
+export, MCP, traces) uses the one rule.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+
+from .errors import UserError
+
+KINDS = ("decision", "runbook", "code", "policy", "note", "session-summary", "anti-pattern")
+STATUSES = ("active", "archived")
+SCOPE_LEVELS = ("org", "repo", "persona", "session")
+ANTIPATTERN_FIELDS = ("dont", "why", "instead", "evidence")
+
+
+@dataclass(frozen=True, order=True)
+class Scope:
+    """Where a fragment applies: an org, plus optional repo, persona and session."""
+
+    org: str
+    repo: str | None = None
+    persona: str | None = None
+    session: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> "Scope":
+        """Parse ``org=ORG[,repo=REPO][,persona=PERSONA][,session=SESSION]``."""
+        values: dict[str, str] = {}
+        for part in (p.strip() for p in text.split(",")):
+            key, sep, value = part.partition("=")
+            key, value = key.strip(), value.strip()
+            if not sep or not value:
+                raise UserError(f"bad scope {text!r}: expected org=ORG[,repo=REPO][,persona=P][,session=S]")
+            if key not in SCOPE_LEVELS:
+                raise UserError(f"bad scope {text!r}: unknown level {key!r} (valid: {', '.join(SCOPE_LEVELS)})")
+            if key in values:
+                raise UserError(f"bad scope {text!r}: {key} given twice")
+            values[key] = value
+        if "org" not in values:
+            raise UserError(f"bad scope {text!r}: org is required")
+        return cls(**values)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Scope":
+        return cls(**{k: data.get(k) for k in SCOPE_LEVELS})
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {k: getattr(self, k) for k in SCOPE_LEVELS}
+
+    def __str__(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in self.to_dict().items() if v is not None)
+
+    def contains(self, other: "Scope") -> bool:
+        """True when ``other`` lies within this scope: every level set here matches."""
+        return all(getattr(self, k) is None or getattr(self, k) == getattr(other, k) for k in SCOPE_LEVELS)
+
+
+@dataclass(frozen=True)
+class Principal:
+    """A person or agent, with memberships (orgs, ORG/REPO, ORG/PERSONA) and led scopes."""
+
+    name: str
+    orgs: tuple[str, ...]
+    repos: tuple[str, ...] = ()
+    personas: tuple[str, ...] = ()
+    sessions: tuple[str, ...] = ()
+    lead_of: tuple[Scope, ...] = ()
+    full_name: str | None = None
+    email: str | None = None
+    kind: str = "person"
+
+    def _member(self, grants: tuple[str, ...], org: str, name: str) -> bool:
+        return f"{org}/{name}" in grants or f"{org}/*" in grants
+
+    def can_see(self, scope: Scope, owner: str | None = None) -> bool:
+        """The visibility rule. Every level the scope sets must be one the principal belongs to.
+
+        Session-scoped fragments are private to the sessions the principal is in, and to
+        their owner.
+        """
+        if scope.org not in self.orgs:
+            return False
+        if scope.repo is not None and not self._member(self.repos, scope.org, scope.repo):
+            return False
+        if scope.persona is not None and not self._member(self.personas, scope.org, scope.persona):
+            return False
+        if scope.session is not None and scope.session not in self.sessions and owner != self.name:
+            return False
+        return True
+
+    def leads(self, scope: Scope) -> bool:
+        """True when the principal is tech lead of ``scope`` or of a scope containing it."""
+        return any(led.contains(scope) for led in self.lead_of)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "full_name": self.full_name,
+            "kind": self.kind,
+            "orgs": list(self.orgs),
+            "repos": list(self.repos),
+            "personas": list(self.personas),
+            "lead_of": [str(s) for s in self.lead_of],
+        }
+
+
+@dataclass(frozen=True)
+class Source:
+    """A pointer into code: repo, path, commit and line range."""
+
+    path: str
+    repo: str | None = None
+    commit: str | None = None
+    lines: tuple[int, int] | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Source":
+        lines = data.get("lines")
+        return cls(path=data["path"], repo=data.get("repo"), commit=data.get("commit"),
+                   lines=tuple(lines) if lines else None)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"repo": self.repo, "path": self.path, "commit": self.commit,
+                               "lines": list(self.lines) if self.lines else None}
+        return {k: v for k, v in out.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class Content:
+    """The versioned part of a fragment: any change here appends a version."""
+
+    kind: str
+    title: str
+    body: str
+    scope: Scope
+    owner: str
+    status: str = "active"
+    tags: tuple[str, ...] = ()
+    links: tuple[str, ...] = ()
+    supersedes: tuple[str, ...] = ()
+    sources: tuple[Source, ...] = ()
+    details: tuple[tuple[str, Any], ...] = ()  # anti-pattern fields, as sorted pairs
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "title": self.title,
+            "body": self.body,
+            "scope": self.scope.to_dict(),
+            "owner": self.owner,
+            "status": self.status,
+            "tags": list(self.tags),
+            "links": list(self.links),
+            "supersedes": list(self.supersedes),
+            "sources": [s.to_dict() for s in self.sources],
+            "details": {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.details},
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Content":
+        details = data.get("details") or {}
+        return cls(
+            kind=data["kind"], title=data["title"], body=data["body"],
+            scope=Scope.from_dict(data["scope"]), owner=data["owner"],
+            status=data.get("status", "active"),
+            tags=tuple(data.get("tags") or ()), links=tuple(data.get("links") or ()),
+            supersedes=tuple(data.get("supersedes") or ()),
+            sources=tuple(Source.from_dict(s) for s in data.get("sources") or ()),
+            details=tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in details.items())),
+        )
+
+    def content_hash(self) -> str:
+        canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+    def detail(self, name: str) -> Any:
+        return dict(self.details).get(name)
+
+
+@dataclass(frozen=True)
+class Fragment:
+    """A fragment as stored now (or as of one version, for ``show --version``)."""
+
+    id: str
+    version: int
+    content: Content
+    content_hash: str
+    created_at: datetime
+    updated_at: datetime
+    verified_at: datetime | None = None
+
+    # Convenience accessors, so callers rarely reach into ``content``.
+    kind = property(lambda self: self.content.kind)
+    title = property(lambda self: self.content.title)
+    body = property(lambda self: self.content.body)
+    scope = property(lambda self: self.content.scope)
+    owner = property(lambda self: self.content.owner)
+    status = property(lambda self: self.content.status)
+    tags = property(lambda self: self.content.tags)
+    links = property(lambda self: self.content.links)
+    sources = property(lambda self: self.content.sources)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {"id": self.id, "version": self.version}
+        data.update(self.content.to_dict())
+        data.update({
+            "content_hash": self.content_hash,
+            "created_at": _iso(self.created_at),
+            "updated_at": _iso(self.updated_at),
+            "verified_at": _iso(self.verified_at),
+        })
+        return data
+
+    def __repr__(self) -> str:
+        return f"<Fragment {self.id} v{self.version} {self.kind} {str(self.scope)!r} {self.title!r}>"
+
+
+@dataclass(frozen=True)
+class Version:
+    """One entry of a fragment's history."""
+
+    fragment_id: str
+    number: int
+    author: str
+    created_at: datetime
+    reason: str
+    content_hash: str
+    content: Content
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.fragment_id, "version": self.number, "author": self.author,
+                "created_at": _iso(self.created_at), "reason": self.reason,
+                "content_hash": self.content_hash, "status": self.content.status,
+                "title": self.content.title}
+
+
+@dataclass
+class IngestReport:
+    """What an ingest did: counts of fragments and the files it skipped, with why."""
+
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    errors: list[dict[str, str]] = field(default_factory=list)
+    warnings: list[dict[str, str]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"added": len(self.added), "updated": len(self.updated), "unchanged": len(self.unchanged),
+                "errors": list(self.errors), "warnings": list(self.warnings)}
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.replace(microsecond=0).isoformat() + "Z"
+
+
+def as_plain(value: Any) -> Any:
+    """Dataclass → dict, for JSON output of values without a ``to_dict``."""
+    return value.to_dict() if hasattr(value, "to_dict") else asdict(value)

@@ -1,0 +1,81 @@
+"""JSON Schema validation for fragment front matter and workbench.yaml.
+
+The schemas live in the repository's ``schemas/`` folder (the published contract);
+this module finds them, validates, and turns jsonschema's errors into one
+``ValidationError`` naming the file, the field and the problem.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import date, datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from .errors import ValidationError
+
+_CANDIDATES = (
+    Path(__file__).resolve().parent / "_schemas",      # installed wheel (copied at build time)
+    Path(__file__).resolve().parent.parent / "schemas",  # source checkout / editable install
+)
+
+
+def schema_dir() -> Path:
+    for candidate in _CANDIDATES:
+        if (candidate / "fragment.schema.json").is_file():
+            return candidate
+    raise FileNotFoundError("workbench schemas not found; reinstall the package")
+
+
+@lru_cache(maxsize=None)
+def _validator(name: str):
+    import jsonschema
+
+    schema = json.loads((schema_dir() / f"{name}.schema.json").read_text(encoding="utf-8"))
+    return jsonschema.Draft202012Validator(schema)
+
+
+def plain_yaml(value: Any) -> Any:
+    """YAML gives dates and datetimes; the schemas speak ISO strings."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): plain_yaml(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain_yaml(v) for v in value]
+    return value
+
+
+def validate(name: str, data: Any, *, file: str | None = None) -> None:
+    """Raise ValidationError for the first (most relevant) problem in ``data``."""
+    validator = _validator(name)
+    errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    if not errors:
+        return
+    err = errors[0]
+    if err.validator in ("anyOf", "oneOf") and err.context:
+        from jsonschema.exceptions import best_match
+
+        err = best_match(err.context) or err
+    field = ".".join(str(p) for p in err.absolute_path) or None
+    message = err.message
+    if err.validator == "additionalProperties":
+        message = message.replace("Additional properties are not allowed", "unknown field")
+    elif err.validator == "required":
+        missing = message.split("'")[1] if "'" in message else message
+        field = ".".join(filter(None, [field, missing]))
+        message = "required field is missing"
+    elif err.validator == "enum":
+        message = f"{err.instance!r} is not one of {', '.join(map(str, err.validator_value))}"
+    elif err.validator == "not" and name == "fragment":
+        message = "dont/why/instead/evidence are only allowed on anti-pattern fragments"
+    elif err.validator == "type":
+        expected = err.validator_value if isinstance(err.validator_value, str) else " or ".join(err.validator_value)
+        hint = " (quote it in YAML)" if expected == "string" and not isinstance(err.instance, (dict, list)) else ""
+        message = f"expected {expected}, got {type(err.instance).__name__} {err.instance!r}{hint}"
+    elif err.validator == "pattern":
+        message = f"{err.instance!r} has the wrong form (expected {err.validator_value})"
+    raise ValidationError(message, file=file, field=field)

@@ -1,0 +1,243 @@
+"""Typed reads and transactional writes over the workspace database."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..errors import StoreError
+from ..models import Content, Fragment, Scope, Version
+from . import migrations
+from .connect import connect
+
+_FRAGMENT_COLS = ("id, version, kind, title, body, org, repo, persona, session, owner, status, tags, links, "
+                  "supersedes, sources, details, content_hash, created_at, updated_at, verified_at")
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+class Store:
+    """One open workspace database."""
+
+    def __init__(self, path: Path, *, read_only: bool = False, lock_timeout: float | None = None):
+        self.path = Path(path)
+        self.con = connect(self.path, read_only=read_only, lock_timeout=lock_timeout)
+        self._depth = 0
+        if not read_only:
+            self._guard(migrations.migrate, self.con)
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self.con is not None:
+            self.con.close()
+            self.con = None
+
+    def _guard(self, fn, *args):
+        import duckdb
+
+        try:
+            return fn(*args)
+        except duckdb.Error as e:
+            raise StoreError(f"database error: {e}") from e
+
+    def _q(self, sql: str, params: list[Any] | tuple = ()) -> list[tuple]:
+        return self._guard(lambda: self.con.execute(sql, list(params)).fetchall())
+
+    @contextmanager
+    def transaction(self) -> Iterator["Store"]:
+        """All writes inside commit together or not at all. Nested use joins the outer one."""
+        if self._depth:
+            self._depth += 1
+            try:
+                yield self
+            finally:
+                self._depth -= 1
+            return
+        self._q("BEGIN TRANSACTION")
+        self._depth = 1
+        try:
+            yield self
+        except BaseException:
+            self._depth = 0
+            try:
+                self.con.execute("ROLLBACK")
+            except Exception:
+                pass
+            raise
+        self._depth = 0
+        self._q("COMMIT")
+
+    def schema_versions(self) -> list[int]:
+        return sorted(migrations.applied(self.con))
+
+    # -- reads ------------------------------------------------------------------------
+
+    def get(self, fragment_id: str) -> Fragment | None:
+        rows = self._q(f"SELECT {_FRAGMENT_COLS} FROM fragments WHERE id = ?", [fragment_id])
+        return _fragment(rows[0]) if rows else None
+
+    def fragments(self, *, owner: str | None = None, kind: str | None = None, within: Scope | None = None,
+                  status: str | None = None, ids: list[str] | None = None) -> list[Fragment]:
+        where, params = [], []
+        for column, value in (("owner", owner), ("kind", kind), ("status", status)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        if within is not None:
+            for level, value in within.to_dict().items():
+                if value is not None:
+                    where.append(f"{level} = ?")
+                    params.append(value)
+        if ids is not None:
+            where.append("list_contains(?, id)")
+            params.append(list(ids))
+        sql = f"SELECT {_FRAGMENT_COLS} FROM fragments"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        return [_fragment(r) for r in self._q(sql + " ORDER BY id", params)]
+
+    def hashes(self) -> dict[str, tuple[str, int, datetime, datetime | None]]:
+        """id → (content hash, version, updated_at, verified_at), for change detection."""
+        rows = self._q("SELECT id, content_hash, version, updated_at, verified_at FROM fragments")
+        return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
+
+    def ids(self) -> set[str]:
+        return {r[0] for r in self._q("SELECT id FROM fragments")}
+
+    def versions(self, fragment_id: str) -> list[Version]:
+        rows = self._q("SELECT fragment_id, version, author, created_at, reason, content_hash, content "
+                       "FROM fragment_versions WHERE fragment_id = ? ORDER BY version", [fragment_id])
+        return [_version(r) for r in rows]
+
+    def version(self, fragment_id: str, number: int) -> Version | None:
+        rows = self._q("SELECT fragment_id, version, author, created_at, reason, content_hash, content "
+                       "FROM fragment_versions WHERE fragment_id = ? AND version = ?", [fragment_id, number])
+        return _version(rows[0]) if rows else None
+
+    def counts(self) -> dict[str, int]:
+        frag, ver, ev = self._q("SELECT (SELECT count(*) FROM fragments), (SELECT count(*) FROM fragment_versions), "
+                                "(SELECT count(*) FROM events)")[0]
+        return {"fragments": frag, "versions": ver, "events": ev}
+
+    def events(self, *, fragment_id: str | None = None, action: str | None = None) -> list[dict[str, Any]]:
+        where, params = [], []
+        if fragment_id is not None:
+            where.append("fragment_id = ?")
+            params.append(fragment_id)
+        if action is not None:
+            where.append("action = ?")
+            params.append(action)
+        sql = "SELECT id, occurred_at, actor, action, fragment_id, detail FROM events"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        rows = self._q(sql + " ORDER BY id", params)
+        return [{"id": r[0], "at": r[1], "actor": r[2], "action": r[3], "fragment_id": r[4],
+                 "detail": json.loads(r[5]) if r[5] else None} for r in rows]
+
+    # -- writes -----------------------------------------------------------------------
+
+    def append_version(self, fragment_id: str, content: Content, *, author: str, reason: str,
+                       at: datetime, created_at: datetime | None = None,
+                       verified_at: datetime | None = None, origin: str | None = None) -> int:
+        """Record a new version of one fragment and make it current. Returns its number."""
+        with self.transaction():
+            rows = self._q("SELECT coalesce(max(version), 0) FROM fragment_versions WHERE fragment_id = ?",
+                           [fragment_id])
+            number = rows[0][0] + 1
+            self.write_versions([VersionWrite(fragment_id, number, content, author, reason, at,
+                                              created_at, verified_at, origin)])
+        return number
+
+    def write_versions(self, items: list["VersionWrite"]) -> None:
+        """Append many versions at once (bulk, through a temporary JSON lines file) and make
+        each current. Numbers must be the next ones: 1 for a new fragment."""
+        if not items:
+            return
+        with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
+            path = Path(tmp) / "batch.jsonl"
+            with path.open("w", encoding="utf-8") as out:
+                for item in items:
+                    out.write(json.dumps(item.row(), ensure_ascii=False) + "\n")
+            source = f"read_json('{path}', format='newline_delimited', columns={_BATCH_COLUMNS})"
+            with self.transaction():
+                self._q("INSERT INTO fragment_versions SELECT id, version, author, written_at, reason, content_hash, "
+                        f"content FROM {source}")
+                self._q(f"INSERT INTO fragments ({_FRAGMENT_COLS}, origin) SELECT {_FRAGMENT_COLS}, origin "
+                        f"FROM (SELECT *, written_at AS updated_at FROM {source}) WHERE version = 1")
+                self._q("UPDATE fragments SET version = s.version, kind = s.kind, title = s.title, body = s.body, "
+                        "org = s.org, repo = s.repo, persona = s.persona, session = s.session, owner = s.owner, "
+                        "status = s.status, tags = s.tags, links = s.links, supersedes = s.supersedes, "
+                        "sources = s.sources, details = s.details, content_hash = s.content_hash, "
+                        "updated_at = s.written_at, verified_at = coalesce(s.verified_at, fragments.verified_at), "
+                        f"origin = coalesce(s.origin, fragments.origin) FROM {source} AS s "
+                        "WHERE fragments.id = s.id AND s.version > 1")
+
+    def set_verified(self, fragment_id: str, at: datetime) -> None:
+        self._q("UPDATE fragments SET verified_at = ? WHERE id = ?", [at, fragment_id])
+
+    def add_event(self, action: str, *, actor: str | None = None, fragment_id: str | None = None,
+                  detail: dict[str, Any] | None = None, at: datetime | None = None) -> None:
+        self._q("INSERT INTO events (occurred_at, actor, action, fragment_id, detail) VALUES (?, ?, ?, ?, ?)",
+                [at or utcnow(), actor, action, fragment_id, json.dumps(detail) if detail is not None else None])
+
+
+@dataclass(frozen=True)
+class VersionWrite:
+    """One version to append (see ``Store.write_versions``)."""
+
+    fragment_id: str
+    number: int
+    content: Content
+    author: str
+    reason: str
+    at: datetime
+    created_at: datetime | None = None
+    verified_at: datetime | None = None
+    origin: str | None = None
+
+    def row(self) -> dict[str, Any]:
+        c = self.content
+        data = c.to_dict()
+        ts = lambda v: None if v is None else v.isoformat()  # noqa: E731
+        return {"id": self.fragment_id, "version": self.number, "author": self.author, "written_at": ts(self.at),
+                "reason": self.reason, "content_hash": c.content_hash(), "content": data,
+                "kind": c.kind, "title": c.title, "body": c.body, **data["scope"], "owner": c.owner,
+                "status": c.status, "tags": data["tags"], "links": data["links"],
+                "supersedes": data["supersedes"], "sources": data["sources"], "details": data["details"],
+                "created_at": ts(self.created_at or self.at), "verified_at": ts(self.verified_at),
+                "origin": self.origin}
+
+
+_BATCH_COLUMNS = ("{id: 'VARCHAR', version: 'INTEGER', author: 'VARCHAR', written_at: 'TIMESTAMP', reason: 'VARCHAR', "
+                  "content_hash: 'VARCHAR', content: 'JSON', kind: 'VARCHAR', title: 'VARCHAR', body: 'VARCHAR', "
+                  "org: 'VARCHAR', repo: 'VARCHAR', persona: 'VARCHAR', session: 'VARCHAR', owner: 'VARCHAR', "
+                  "status: 'VARCHAR', tags: 'VARCHAR[]', links: 'VARCHAR[]', supersedes: 'VARCHAR[]', "
+                  "sources: 'JSON', details: 'JSON', created_at: 'TIMESTAMP', verified_at: 'TIMESTAMP', "
+                  "origin: 'VARCHAR'}")
+
+
+def _fragment(row: tuple) -> Fragment:
+    (fid, version, kind, title, body, org, repo, persona, session, owner, status, tags, links, supersedes,
+     sources, details, digest, created_at, updated_at, verified_at) = row
+    content = Content.from_dict({
+        "kind": kind, "title": title, "body": body,
+        "scope": {"org": org, "repo": repo, "persona": persona, "session": session},
+        "owner": owner, "status": status, "tags": tags, "links": links, "supersedes": supersedes,
+        "sources": json.loads(sources), "details": json.loads(details),
+    })
+    return Fragment(id=fid, version=version, content=content, content_hash=digest,
+                    created_at=created_at, updated_at=updated_at, verified_at=verified_at)
+
+
+def _version(row: tuple) -> Version:
+    fid, number, author, created_at, reason, digest, content = row
+    return Version(fragment_id=fid, number=number, author=author, created_at=created_at, reason=reason,
+                   content_hash=digest, content=Content.from_dict(json.loads(content)))
