@@ -1,0 +1,46 @@
+"""The architecture stays true: import contracts, offline-only code, documented commands."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import ROOT
+
+
+def test_import_contracts_hold():
+    lint = Path(sys.executable).parent / "lint-imports"
+    r = subprocess.run([str(lint)], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "broken" not in r.stdout.lower() or " 0 broken" in r.stdout.lower()
+
+
+def test_no_runtime_downloads_in_the_package():
+    pattern = re.compile(r"huggingface\.co|hf_hub_download|INSTALL\s+(vss|fts)|tiktoken\.get_encoding")
+    offenders = [str(p) for p in (ROOT / "workbench").rglob("*.py") if pattern.search(p.read_text())]
+    assert offenders == []
+
+
+def test_readme_names_only_real_commands():
+    from workbench.cli.main import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    readme = (ROOT / "README.md").read_text()
+    first_block = readme.split("```")[1].splitlines()[1:]
+    assert [line.split()[:2] for line in first_block] == [["make", "demo"], ["make", "test"]]
+    named = set(re.findall(r"^\s*workbench ([a-z][a-z-]+)", readme, flags=re.M))
+    named |= set(re.findall(r"^\| `([a-z][a-z-]+)[ `]", readme, flags=re.M))
+    assert named, "README names no commands"
+    unknown = named - set(sub.choices)
+    assert not unknown, f"README names commands that do not exist: {unknown}"
+    undocumented = set(sub.choices) - named - {"restore"}
+    assert not undocumented, f"commands missing from the README: {undocumented}"
+
+
+def test_modules_stay_small():
+    big = {str(p.relative_to(ROOT)): n for p in (ROOT / "workbench").rglob("*.py")
+           if (n := len(p.read_text().splitlines())) > 500}
+    assert big == {}

@@ -1,0 +1,127 @@
+"""Scope is a correctness property: no path shows a fragment outside the caller's scope.
+
+The oracle below is written independently of ``Principal.can_see``; hypothesis generates
+principals and checks every read path (list, get, history, diff, versions) against it.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from conftest import CONFIG
+from workbench import Workbench
+from workbench.errors import NotFound
+from workbench.models import Principal, Scope
+
+ORGS = {"northwind": (["payments-api", "ledger"], ["backend", "sre"]),
+        "tidewater": (["dispatch", "fleet-app"], ["backend", "data"])}
+SESSIONS = ["s-1", "s-2"]
+OWNERS = {"northwind": "priya.raman", "tidewater": "lena.fischer"}
+
+
+def all_scopes():
+    for org, (repos, personas) in ORGS.items():
+        for repo, persona, session in itertools.product([None, *repos], [None, *personas], [None, *SESSIONS]):
+            yield Scope(org, repo, persona, session)
+
+
+def fid(scope: Scope) -> str:
+    return "f-" + "-".join(v or "x" for v in scope.to_dict().values())
+
+
+@pytest.fixture(scope="module")
+def scoped(tmp_path_factory):
+    root = tmp_path_factory.mktemp("scope") / "ws"
+    src = root.parent / "src"
+    src.mkdir()
+    for scope in all_scopes():
+        lines = [f"org: {scope.org}"] + [f"{k}: {v}" for k, v in scope.to_dict().items() if v and k != "org"]
+        (src / f"{fid(scope)}.md").write_text(
+            f"---\nid: {fid(scope)}\nkind: note\ntitle: note in {scope}\nscope: {{{', '.join(lines)}}}\n"
+            f"owner: {OWNERS[scope.org]}\n---\n\nshared words about deploys in {scope}\n")
+    bench = Workbench.init(root, config=CONFIG)
+    report = bench.ingest([src])
+    assert not report.errors and len(report.added) == len(list(all_scopes()))
+    bench.edit(fid(Scope("northwind")), "second version", reason="v2", actor="priya.raman")
+    yield bench
+    bench.close()
+
+
+def oracle(p: Principal, s: Scope, owner: str) -> bool:
+    grants_repo = f"{s.org}/{s.repo}" in p.repos or f"{s.org}/*" in p.repos
+    grants_persona = f"{s.org}/{s.persona}" in p.personas or f"{s.org}/*" in p.personas
+    return (s.org in p.orgs
+            and (s.repo is None or grants_repo)
+            and (s.persona is None or grants_persona)
+            and (s.session is None or s.session in p.sessions or owner == p.name))
+
+
+def grants(org_names, kind_index):
+    return st.lists(st.sampled_from([f"{o}/{n}" for o in org_names for n in [*ORGS[o][kind_index], "*"]]),
+                    unique=True, max_size=4)
+
+
+principals = st.builds(
+    lambda name, orgs, repos, personas, sessions: Principal(name=name, orgs=tuple(orgs), repos=tuple(repos),
+                                                            personas=tuple(personas), sessions=tuple(sessions)),
+    name=st.sampled_from(["someone", "priya.raman", "lena.fischer"]),
+    orgs=st.lists(st.sampled_from(sorted(ORGS)), unique=True, max_size=2),
+    repos=grants(sorted(ORGS), 0), personas=grants(sorted(ORGS), 1),
+    sessions=st.lists(st.sampled_from(SESSIONS), unique=True, max_size=2))
+
+
+@settings(max_examples=75, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(principal=principals)
+def test_no_read_path_leaks(scoped, principal):
+    expected = {fid(s) for s in all_scopes() if oracle(principal, s, OWNERS[s.org])}
+    listed = {f.id for f in scoped.list(principal=principal)}
+    assert listed == expected
+    for org in ORGS:  # a --scope filter narrows, it never widens
+        within = {f.id for f in scoped.list(principal=principal, scope=Scope(org))}
+        assert within == {i for i in expected if f"-{org}-" in i + "-"}
+    for scope in all_scopes():
+        i = fid(scope)
+        if i in expected:
+            assert scoped.get(i, principal=principal).id == i
+            assert scoped.history(i, principal=principal)
+        else:
+            for read in (lambda: scoped.get(i, principal=principal),
+                         lambda: scoped.get(i, version=1, principal=principal),
+                         lambda: scoped.history(i, principal=principal),
+                         lambda: scoped.diff(i, 1, 1, principal=principal)):
+                with pytest.raises(NotFound, match=f"unknown fragment '{i}'"):
+                    read()
+
+
+def test_principal_rules_by_example():
+    p = Principal("marco", orgs=("northwind",), repos=("northwind/payments-api",), personas=("northwind/*",))
+    assert p.can_see(Scope("northwind"))
+    assert p.can_see(Scope("northwind", repo="payments-api", persona="sre"))
+    assert not p.can_see(Scope("northwind", repo="ledger"))
+    assert not p.can_see(Scope("tidewater"))
+    assert not p.can_see(Scope("northwind", session="s-1"))
+    assert p.can_see(Scope("northwind", session="s-1"), owner="marco")
+    lead = Principal("l", orgs=("northwind",), lead_of=(Scope("northwind", repo="ledger"),))
+    assert lead.leads(Scope("northwind", repo="ledger", persona="sre"))
+    assert not lead.leads(Scope("northwind"))
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("org=a", Scope("a")),
+    ("org=a,repo=r,persona=p,session=s", Scope("a", "r", "p", "s")),
+    (" repo=r , org=a ", Scope("a", "r")),
+])
+def test_scope_parse(text, expected):
+    assert Scope.parse(text) == expected
+    assert Scope.parse(str(expected)) == expected
+
+
+@pytest.mark.parametrize("text", ["", "repo=r", "org=", "org=a,org=b", "org=a,team=x", "a"])
+def test_scope_parse_rejects(text):
+    from workbench.errors import UserError
+
+    with pytest.raises(UserError):
+        Scope.parse(text)
