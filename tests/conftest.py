@@ -61,6 +61,7 @@ def sample_workspace_template(tmp_path_factory) -> Path:
     with Workbench.init(root, config=CONFIG) as bench:
         report = bench.ingest([SAMPLE / "fragments"])
         assert not report.errors, report.errors
+        bench.warm()  # embeddings and authority, once per test session
     return root
 
 
@@ -84,3 +85,12 @@ def run_cli(*args: str, workspace: Path | None = None, env: dict | None = None, 
 @pytest.fixture
 def cli():
     return run_cli
+
+
+@pytest.fixture(scope="session")
+def sample_wb(sample_workspace_template):
+    """A read-mostly open sample workspace shared by a test session (tests must not edit it)."""
+    from workbench import Workbench
+
+    with Workbench.open(sample_workspace_template) as bench:
+        yield bench

@@ -66,6 +66,7 @@ class WorkspaceConfig:
     principals: dict[str, Principal]
     default_principal: str | None = None
     half_life_days: dict[str, float] = field(default_factory=dict)
+    reranker: dict[str, Any] | None = None
 
     @classmethod
     def load(cls, path: Path) -> "WorkspaceConfig":
@@ -109,7 +110,8 @@ class WorkspaceConfig:
         if default is not None and default not in principals:
             raise ValidationError(f"unknown principal {default!r}", file=file, field="default_principal")
         return cls(name=raw.get("name", "workspace"), orgs=orgs, principals=principals,
-                   default_principal=default, half_life_days=dict(raw.get("freshness_half_life_days", {})))
+                   default_principal=default, half_life_days=dict(raw.get("freshness_half_life_days", {})),
+                   reranker=raw.get("reranker"))
 
     def principal(self, name: str | None) -> Principal:
         """Look a principal up by name; None means the default principal."""

@@ -19,10 +19,12 @@ from .ingest.files import normalise_body, parse_fragment, render_fragment
 from .ingest.importer import Progress, check_semantics, ingest_files
 from .models import Content, Fragment, IngestReport, Principal, Scope, Version
 from .store import Store
+from .service_curate import CurateMixin
+from .service_retrieval import EvalMixin, RetrievalMixin
 from .store.store import utcnow
 
 
-class Workbench:
+class Workbench(RetrievalMixin, EvalMixin, CurateMixin):
     """An open workspace. Use ``Workbench.open(path)``; close it (or use ``with``) when done."""
 
     def __init__(self, root: Path, config: WorkspaceConfig, store: Store):

@@ -32,6 +32,8 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from .commands import add_commands
+    from .curate_commands import add_curate_commands
+    from .retrieval_commands import add_retrieval_commands
 
     parser = _Parser(prog="workbench", description="A local-first knowledge workbench for curating what "
                      "AI agents know: versioned, scoped, owned fragments; pins; hybrid retrieval; exports.")
@@ -40,6 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     add_commands(sub)
+    add_retrieval_commands(sub)
+    add_curate_commands(sub)
     return parser
 
 
@@ -55,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.command:
         parser.print_help()
         return 0
-    from . import commands  # noqa: F401  (registers handlers)
+    from . import commands, curate_commands, retrieval_commands  # noqa: F401  (register handlers)
     from ..errors import WorkbenchError
 
     try:

@@ -14,6 +14,8 @@ from ..errors import StoreError
 from ..models import Content, Fragment, Scope, Version
 from . import migrations
 from .connect import connect
+from .fts import FtsQueries
+from .retrieval import RetrievalQueries
 
 _FRAGMENT_COLS = ("id, version, kind, title, body, org, repo, persona, session, owner, status, tags, links, "
                   "supersedes, sources, details, content_hash, created_at, updated_at, verified_at")
@@ -23,7 +25,7 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
-class Store:
+class Store(RetrievalQueries, FtsQueries):
     """One open workspace database."""
 
     def __init__(self, path: Path, *, read_only: bool = False, lock_timeout: float | None = None):
@@ -179,9 +181,12 @@ class Store:
                         "updated_at = s.written_at, verified_at = coalesce(s.verified_at, fragments.verified_at), "
                         f"origin = coalesce(s.origin, fragments.origin) FROM {source} AS s "
                         "WHERE fragments.id = s.id AND s.version > 1")
+                self.bump_generation()
 
     def set_verified(self, fragment_id: str, at: datetime) -> None:
-        self._q("UPDATE fragments SET verified_at = ? WHERE id = ?", [at, fragment_id])
+        with self.transaction():
+            self._q("UPDATE fragments SET verified_at = ? WHERE id = ?", [at, fragment_id])
+            self.bump_generation()
 
     def add_event(self, action: str, *, actor: str | None = None, fragment_id: str | None = None,
                   detail: dict[str, Any] | None = None, at: datetime | None = None) -> None:

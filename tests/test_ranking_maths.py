@@ -1,0 +1,93 @@
+"""Pure ranking maths: fusion, top-k, priors, metrics and tokenisation (no I/O, fake data)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from workbench.errors import UserError
+from workbench.rank import fusion, metrics, priors
+from workbench.retrieval.lexical import tokenize
+
+NEG = -np.inf
+
+
+def test_rrf_sums_reciprocal_ranks_with_k60():
+    lexical = np.array([3.0, 2.0, NEG, 1.0])
+    dense = np.array([0.1, 0.9, 0.5, NEG])
+    fused = fusion.rrf(lexical, dense)
+    assert fused[0] == pytest.approx(1 / 61 + 1 / 63)
+    assert fused[1] == pytest.approx(1 / 62 + 1 / 61)
+    assert fused[2] == pytest.approx(1 / 62)
+    assert fused[3] == pytest.approx(1 / 63)
+
+
+def test_rrf_ignores_documents_outside_depth():
+    lexical = np.array([5.0, 4.0, 3.0])
+    dense = np.full(3, NEG)
+    fused = fusion.rrf(lexical, dense, depth=2)
+    assert np.isneginf(fused[2]) and fused[0] > fused[1]
+
+
+def test_weighted_is_07_dense_plus_03_max_normalised_bm25():
+    lexical = np.array([4.0, 2.0, NEG])
+    dense = np.array([0.5, 0.8, 0.3])
+    fused = fusion.weighted(lexical, dense)
+    assert fused.tolist() == pytest.approx([0.7 * 0.5 + 0.3, 0.7 * 0.8 + 0.15, 0.7 * 0.3])
+    assert np.isneginf(fusion.weighted(np.array([NEG]), np.array([NEG]))[0])
+
+
+def test_unknown_fusion_lists_valid_names():
+    with pytest.raises(UserError, match="valid: weighted, rrf"):
+        fusion.fusion("borda")
+
+
+def test_top_k_orders_by_score_then_index_and_skips_non_candidates():
+    scores = np.array([0.5, NEG, 0.9, 0.5, 0.1])
+    assert fusion.top_k(scores, 3).tolist() == [2, 0, 3]
+    assert fusion.top_k(scores, 10).tolist() == [2, 0, 3, 4]
+    assert fusion.top_k(np.array([NEG, NEG]), 3).tolist() == []
+
+
+def test_freshness_halves_every_half_life():
+    ages = np.array([0.0, 90.0, 180.0, -5.0])
+    assert priors.freshness(ages, np.full(4, 90.0)).tolist() == pytest.approx([1.0, 0.5, 0.25, 1.0])
+    p = priors.Priors()
+    assert p.half_life("policy") == 365 and p.half_life("runbook") == 90
+
+
+def test_priors_break_ties_towards_fresh_and_authoritative():
+    fused = np.array([0.5, 0.5, 0.5, 0.2, NEG])
+    fresh = np.array([1.0, 0.1, 0.1, 1.0, 1.0])
+    authority = np.array([0.0, 0.0, 1.0, 0.0, 1.0])
+    out = priors.apply(fused, fresh, authority, priors.Priors(freshness_weight=0.2, authority_weight=0.2))
+    assert out[0] > out[1] and out[2] > out[1]
+    assert out[3] == pytest.approx(0.0)  # the weakest candidate normalises to 0
+    assert np.isneginf(out[4])           # a non-candidate stays out
+
+
+def test_priors_cannot_overturn_a_clear_relevance_gap_with_default_weights():
+    fused = np.array([0.9, 0.3])
+    out = priors.apply(fused, np.array([0.0, 1.0]), np.array([0.0, 1.0]), priors.Priors())
+    assert out[0] > out[1]
+
+
+def test_metrics_known_values():
+    ranked = ["a", "b", "c", "d"]
+    judged = {"b": 1.0, "d": 1.0, "z": 1.0}
+    assert metrics.recall_at(ranked, judged, 10) == pytest.approx(2 / 3)
+    assert metrics.mrr_at(ranked, judged, 10) == pytest.approx(0.5)
+    dcg = 1 / math.log2(3) + 1 / math.log2(5)
+    idcg = 1 + 1 / math.log2(3) + 1 / math.log2(4)
+    assert metrics.ndcg_at(ranked, judged, 10) == pytest.approx(dcg / idcg)
+    assert metrics.summarise([(ranked, judged)])["queries"] == 1
+
+
+def test_tokenize_stems_drops_stopwords_and_keeps_identifiers_whole():
+    tokens = tokenize("The retries of NWPAY-4091 in ledger.posting.batch_size")
+    assert "the" not in tokens and "of" not in tokens
+    assert "retri" in tokens                    # stemmed
+    assert "nwpay-4091" in tokens and "nwpay" in tokens and "4091" in tokens
+    assert "ledger.posting.batch_size" in tokens and "batch" in tokens

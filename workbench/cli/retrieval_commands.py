@@ -1,0 +1,176 @@
+"""Command definitions for retrieval: search, context, trace, eval and index."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .main import command
+from .render import emit_json, table
+
+
+def add_retrieval_commands(sub: argparse._SubParsersAction) -> None:
+    def cmd(name: str, help: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help, description=help)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("query", help="what to look for")
+        p.add_argument("--as", dest="principal", metavar="PRINCIPAL",
+                       help="the principal asking (default: $WORKBENCH_PRINCIPAL, else default_principal)")
+        p.add_argument("--scope", help="working scope: only fragments that apply inside it "
+                                       "(org=ORG[,repo=R][,persona=P][,session=S]); pins of this scope come first")
+        p.add_argument("--pipeline", default="hybrid", help="hybrid (default), bm25 or dense")
+        p.add_argument("--min-score", type=float, help="drop candidates whose fused score is below this")
+        p.add_argument("--rerank", metavar="PATH", help="re-rank with a cross-encoder from this local folder")
+        p.add_argument("--json", action="store_true", help="print the documented JSON instead of text")
+
+    p = cmd("search", "Hybrid search over the fragments a principal can see.")
+    common(p)
+    p.add_argument("-k", type=int, default=10, help="number of hits (default 10)")
+    p.add_argument("--lexical", default="bm25s", help="lexical backend: bm25s (default) or duckdb-fts")
+    p.add_argument("--fusion", default="weighted", help="fusion: weighted (default) or rrf")
+    p.add_argument("--dense", default="numpy", help="dense path: numpy (default, exact) or duckdb (exact SQL scan)")
+    p.add_argument("--explain", action="store_true", help="show each hit's score breakdown and stage timings")
+
+    p = cmd("context", "Compose budgeted, cited context for an agent: pins, ranked fragments, then 'avoid'.")
+    common(p)
+    p.add_argument("--budget", type=int, default=3200, help="token budget (default 3200, model tokenizer)")
+
+    p = cmd("trace", "Show exactly what a search or context call served.")
+    p.add_argument("id", help="a trace id (printed by search and context)")
+    p.add_argument("--as", dest="principal", metavar="PRINCIPAL",
+                   help="view as this principal (items outside their scope are hidden)")
+    p.add_argument("--json", action="store_true", help="print the documented JSON instead of text")
+
+    p = cmd("eval", "Evaluate retrieval on the golden set or a BEIR directory (nDCG@10, recall@10/100, MRR@10).")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--golden", metavar="FILE", help="golden queries YAML (e.g. sample_corpus/golden.yaml)")
+    src.add_argument("--beir", metavar="DIR", help="a BEIR-format directory (corpus.jsonl, queries.jsonl, qrels/)")
+    p.add_argument("--split", default="test", help="BEIR qrels split (default test)")
+    p.add_argument("--pipeline", nargs="+", metavar="NAME",
+                   help="pipelines: bm25, fts, dense, hybrid, hybrid-rrf, hybrid-nopriors (default: bm25 dense hybrid)")
+    p.add_argument("--compare", nargs=2, metavar=("A", "B"), help="list queries whose top 3 differ between A and B")
+    p.add_argument("--cache", metavar="FILE", help="BEIR embedding cache (default ~/.cache/workbench/eval.duckdb)")
+    p.add_argument("--json", action="store_true", help="print the documented JSON instead of text")
+
+    p = cmd("index", "Prepare retrieval now: citation authority, lexical index, embeddings of new text.")
+    p.add_argument("--progress", action="store_true", help="report embedding progress on stderr")
+    p.add_argument("--json", action="store_true", help="print the documented JSON instead of text")
+
+
+def _open(args):
+    from ..service import Workbench
+
+    return Workbench.open(args.workspace)
+
+
+def _progress(stage: str, done: int, total: int) -> None:
+    print(f"{stage}: {done}/{total}", file=sys.stderr, flush=True)
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else ""
+    return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+
+@command("search")
+def _search(args):
+    with _open(args) as wb:
+        result = wb.search(args.query, principal=args.principal, k=args.k, pipeline=args.pipeline,
+                           lexical=args.lexical, fusion=args.fusion, dense=args.dense, scope=args.scope,
+                           min_score=args.min_score, reranker=args.rerank)
+    if args.json:
+        emit_json(result.to_dict())
+        return
+    cols = ["#", "id", "kind", "title", "score"]
+    extra = ["lexical", "dense", "fused", "freshness", "authority", "pinned"] if args.explain else ["scope"]
+
+    def row(h):
+        base = [str(h.rank), h.id, h.fragment.kind, h.fragment.title, _fmt(h.score)]
+        return base + ([_fmt(h.scores.get(c)) for c in extra] if args.explain else [str(h.fragment.scope)])
+
+    print(table(cols + extra, (row(h) for h in result.hits), max_width=48) if result.hits else "no hits")
+    if result.avoid:
+        print("\navoid (anti-patterns that match):")
+        print(table(cols + extra, (row(h) for h in result.avoid), max_width=48))
+    if args.explain:
+        print("\nstages (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in result.stages_ms.items()))
+        print("settings: " + ", ".join(f"{k}={v}" for k, v in result.settings.items() if k != "half_life_days"))
+    print(f"\ntrace {result.trace_id}")
+
+
+@command("context")
+def _context(args):
+    with _open(args) as wb:
+        result = wb.context(args.query, principal=args.principal, budget=args.budget, scope=args.scope,
+                            pipeline=args.pipeline, min_score=args.min_score, reranker=args.rerank)
+    if args.json:
+        emit_json(result.to_dict())
+        return
+    print(result.text())
+    print(f"\n<!-- {result.used_tokens}/{result.budget_tokens} tokens, {len(result.fragments)} fragments, "
+          f"{len(result.avoid)} to avoid, {len(result.omitted)} omitted; trace {result.trace_id} -->")
+
+
+@command("trace")
+def _trace(args):
+    with _open(args) as wb:
+        data = wb.trace(args.id, principal=args.principal)
+    if args.json:
+        emit_json(data)
+        return
+    print(f"trace {data['trace_id']} ({data['kind']}) at {data['created_at']} by {data['principal']}"
+          + (f" in {data['scope']}" if data["scope"] else ""))
+    print(f"query: {data['query']}")
+    s = data["settings"]
+    print(f"pipeline: {s.get('pipeline')} fusion={s.get('fusion')} lexical={s.get('lexical')} model={s.get('model')} "
+          f"chunker={s.get('chunker')}")
+    print(table(["section", "rank", "id", "version", "score", "title"],
+                ([i["section"], str(i["rank"]), i["id"], str(i["version"]), _fmt(i["score"]), i["title"]]
+                 for i in data["served"])))
+    if data["hidden"]:
+        print(f"({data['hidden']} served items are outside your scope and hidden)")
+
+
+@command("eval")
+def _eval(args):
+    from ..service import Workbench
+
+    compare = tuple(args.compare) if args.compare else None
+    if args.golden:
+        with _open(args) as wb:
+            report = wb.eval_golden(args.golden, pipelines=args.pipeline, compare=compare)
+    else:
+        report = Workbench.eval_beir(args.beir, split=args.split, pipelines=args.pipeline, compare=compare,
+                                     cache=args.cache, progress=_progress if sys.stderr.isatty() else None)
+    if args.json:
+        emit_json(report)
+        return
+    names = [n for n in report if n != "compare"]
+    metrics = ["ndcg@10", "recall@10", "recall@100", "mrr@10", "queries"]
+    print(table(["pipeline", *metrics], ([n, *(_fmt(report[n][m]) for m in metrics)] for n in names)))
+    scopes = sorted({s for n in names for s in report[n].get("by_scope", {})})
+    if scopes:
+        print("\nby scope (nDCG@10 / recall@10):")
+        print(table(["scope", *names], ([s, *(f"{report[n]['by_scope'][s]['ndcg@10']:.3f} / "
+                                              f"{report[n]['by_scope'][s]['recall@10']:.3f}"
+                                              if s in report[n]["by_scope"] else "-" for n in names)]
+                                         for s in scopes)))
+    if "compare" in report:
+        a, b = compare
+        print(f"\n{len(report['compare'])} queries whose top 3 differ between {a} and {b}:")
+        for item in report["compare"]:
+            print(f"- {item['query_id']}: {item['query']}\n    {a}: {', '.join(item[a])}\n    {b}: {', '.join(item[b])}")
+
+
+@command("index")
+def _index(args):
+    with _open(args) as wb:
+        data = wb.warm(progress=_progress if args.progress else None)
+    if args.json:
+        emit_json(data)
+    else:
+        print(f"index ready: {data['fragments']} fragments, {data['embedded']} newly embedded")

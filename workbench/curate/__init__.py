@@ -1,0 +1,1 @@
+"""Curation: pins now; anti-patterns, staleness, nudges, merges later. No SQL here."""

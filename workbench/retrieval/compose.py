@@ -1,0 +1,136 @@
+"""Context composition: pins first, then ranked fragments until the token budget is
+spent, then an "avoid" section of anti-patterns. Pure: token counting is passed in.
+
+Anti-patterns are budgeted before ranked fragments so a full budget never drops them
+silently; whatever does not fit is listed in ``omitted`` with the reason.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .pipeline import Hit
+from .text import sections, strip_boilerplate
+
+TokenCounter = Callable[[str], int]
+
+
+@dataclass(frozen=True)
+class ContextItem:
+    hit: Hit
+    text: str
+    tokens: int
+    partial: bool = False
+    sections: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        data = self.hit.to_dict()
+        data.update({"text": self.text, "tokens": self.tokens})
+        if self.partial:
+            data["partial"] = True
+            data["sections"] = list(self.sections)
+        return {k: data[k] for k in ("id", "version", "title", "kind", "score", "scores", "tokens", "source",
+                                     "updated_at", "text", "scope", "owner", "partial", "sections") if k in data}
+
+
+@dataclass
+class Composition:
+    budget: int
+    used: int = 0
+    fragments: list[ContextItem] = field(default_factory=list)
+    avoid: list[ContextItem] = field(default_factory=list)
+    omitted: list[dict[str, Any]] = field(default_factory=list)
+    note: str | None = None
+
+
+def render(hit: Hit) -> str:
+    """The text served for a fragment: title heading, anti-pattern fields, stripped body."""
+    f = hit.fragment
+    lines = [f"## {f.title}"]
+    for key, label in (("dont", "Don't"), ("why", "Why"), ("instead", "Instead")):
+        value = f.content.detail(key)
+        if value:
+            lines.append(f"**{label}:** {value}")
+    body = strip_boilerplate(f.body)
+    return "\n\n".join([*lines, body] if body else lines)
+
+
+def _partial(hit: Hit, query: str, room: int, count: TokenCounter) -> ContextItem | None:
+    """The best-matching sections of a fragment that fit in ``room`` tokens, with heading paths."""
+    parts = sections(strip_boilerplate(hit.fragment.body))
+    if len(parts) < 2:
+        return None
+    words = {w for w in re.findall(r"[a-z0-9]{3,}", query.lower())}
+    scored = sorted(range(len(parts)), key=lambda i: -len(words & set(re.findall(r"[a-z0-9]{3,}",
+                                                                               parts[i].text.lower()))))
+    chosen: list[int] = []
+    for i in scored:
+        trial = sorted(chosen + [i])
+        text = _join(hit, parts, trial)
+        if count(text) <= room:
+            chosen = trial
+    if not chosen:
+        return None
+    text = _join(hit, parts, chosen)
+    return ContextItem(hit, text, count(text), partial=True,
+                       sections=tuple(parts[i].heading_path(hit.fragment.title) for i in chosen))
+
+
+def _join(hit: Hit, parts, chosen: list[int]) -> str:
+    blocks = [f"## {hit.fragment.title}"]
+    for i in chosen:
+        path = parts[i].heading_path(hit.fragment.title)
+        blocks.append(f"[{path}]\n{parts[i].text}")
+    return "\n\n".join(blocks)
+
+
+def compose(pins: list[Hit], ranked: list[Hit], avoid: list[Hit], *, budget: int, query: str,
+            count: TokenCounter) -> Composition:
+    out = Composition(budget=budget)
+    rendered: dict[str, tuple[str, int]] = {}
+
+    def full(hit: Hit) -> tuple[str, int]:
+        if hit.id not in rendered:
+            text = render(hit)
+            rendered[hit.id] = (text, count(text))
+        return rendered[hit.id]
+
+    def take(hit: Hit, bucket: list[ContextItem], allow_partial: bool) -> None:
+        text, tokens = full(hit)
+        room = budget - out.used
+        if tokens <= room:
+            bucket.append(ContextItem(hit, text, tokens))
+            out.used += tokens
+            return
+        part = _partial(hit, query, room, count) if allow_partial and room > 0 else None
+        if part is not None:
+            bucket.append(part)
+            out.used += part.tokens
+            return
+        out.omitted.append({"id": hit.id, "tokens": tokens, "reason": "over budget"})
+
+    seen: set[str] = set()
+    pin_items: list[ContextItem] = []
+    for hit in pins:
+        if hit.id not in seen:
+            seen.add(hit.id)
+            take(hit, out.avoid if hit.fragment.kind == "anti-pattern" else pin_items, False)
+    for hit in avoid:
+        if hit.id not in seen:
+            seen.add(hit.id)
+            take(hit, out.avoid, False)
+    ranked_items: list[ContextItem] = []
+    for hit in ranked:
+        if hit.id not in seen:
+            seen.add(hit.id)
+            take(hit, ranked_items, True)
+    out.fragments = pin_items + ranked_items
+    if not out.fragments and not out.avoid and (pins or ranked or avoid):
+        smallest = min(full(h)[1] for h in [*pins, *ranked, *avoid])
+        out.note = (f"budget of {budget} tokens is smaller than the smallest matching fragment "
+                    f"({smallest} tokens): nothing served")
+    elif not (pins or ranked or avoid):
+        out.note = "no visible fragment matched the query"
+    return out

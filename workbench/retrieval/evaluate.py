@@ -1,0 +1,169 @@
+"""Evaluation: a golden set over the workspace, or a BEIR directory, through the same
+ranking code as search. Reports nDCG@10, recall@10, recall@100 and MRR@10 per pipeline.
+
+Golden queries run as their principal, so the scope rule holds in evaluation too.
+BEIR corpora are embedded once: vectors are cached by text hash in a cache database.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import yaml
+
+from ..errors import UserError
+from ..models import Content, Fragment, Principal, Scope
+from ..rank.metrics import summarise
+from .index import SearchIndex
+from .pipeline import Settings, rank
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "bm25": {"pipeline": "bm25", "lexical": "bm25s"},
+    "fts": {"pipeline": "bm25", "lexical": "duckdb-fts"},
+    "dense": {"pipeline": "dense"},
+    "hybrid": {"pipeline": "hybrid", "fusion": "weighted"},
+    "hybrid-rrf": {"pipeline": "hybrid", "fusion": "rrf"},
+    "hybrid-nopriors": {"pipeline": "hybrid", "fusion": "weighted", "use_priors": False},
+}
+DEFAULT_PIPELINES = ("bm25", "dense", "hybrid")
+
+
+def preset(base: Settings, name: str) -> Settings:
+    if name not in PRESETS:
+        raise UserError(f"unknown pipeline {name!r} (valid: {', '.join(PRESETS)})")
+    return replace(base, k=100, depth=100, **PRESETS[name]).check()
+
+
+# -- golden ------------------------------------------------------------------------------
+
+def load_golden(path: str | Path) -> list[dict[str, Any]]:
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise UserError(f"cannot read {path}: {e}") from e
+    except yaml.YAMLError as e:
+        raise UserError(f"{path}: malformed YAML ({e})") from e
+    queries = data.get("queries") if isinstance(data, dict) else None
+    if not isinstance(queries, list) or not queries:
+        raise UserError(f"{path}: expected a 'queries' list")
+    for i, q in enumerate(queries):
+        if not isinstance(q, dict) or not {"query", "principal", "relevant"} <= set(q):
+            raise UserError(f"{path}: queries.{i}: needs query, principal and relevant")
+    return queries
+
+
+def run_golden(index: SearchIndex, queries: list[dict[str, Any]], principal_of: Callable[[str], Principal],
+               base: Settings, pipelines: Iterable[str], now: datetime) -> dict[str, Any]:
+    rankings: dict[str, dict[str, list[str]]] = {}
+    report: dict[str, Any] = {}
+    for name in pipelines:
+        settings = preset(base, name)
+        runs, by_scope = [], defaultdict(list)
+        rankings[name] = {}
+        for i, q in enumerate(queries):
+            who = principal_of(q["principal"])
+            ranking = rank(index, q["query"], who, settings, now=now)
+            ranked = [index.ids[j] for j in ranking.order]
+            judged = {fid: 1.0 for fid in q["relevant"]}
+            runs.append((ranked, judged))
+            rankings[name][q.get("id", str(i))] = ranked
+            first = next((index.fragments[index.pos[f]] for f in q["relevant"] if f in index.pos), None)
+            if first is not None:
+                by_scope[f"org={first.scope.org}"].append((ranked, judged))
+        report[name] = {**summarise(runs), "by_scope": {s: summarise(r) for s, r in sorted(by_scope.items())}}
+    return {"metrics": report, "rankings": rankings}
+
+
+# -- BEIR --------------------------------------------------------------------------------
+
+def load_beir(folder: str | Path, split: str = "test") -> tuple[list[tuple[str, str, str]], dict[str, str],
+                                                                   dict[str, dict[str, float]]]:
+    root = Path(folder)
+    need = [root / "corpus.jsonl", root / "queries.jsonl", root / "qrels" / f"{split}.tsv"]
+    missing = [str(p) for p in need if not p.is_file()]
+    if missing:
+        raise UserError(f"{root} is not a BEIR directory: missing {', '.join(missing)}")
+    corpus: list[tuple[str, str, str]] = []
+    for n, line in enumerate(need[0].read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            doc = json.loads(line)
+            corpus.append((str(doc["_id"]), doc.get("title") or "", doc.get("text") or ""))
+        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            raise UserError(f"{need[0]}:{n}: not a BEIR corpus line ({e})") from e
+    queries: dict[str, str] = {}
+    for n, line in enumerate(need[1].read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            q = json.loads(line)
+            queries[str(q["_id"])] = q["text"]
+        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            raise UserError(f"{need[1]}:{n}: not a BEIR query line ({e})") from e
+    qrels: dict[str, dict[str, float]] = defaultdict(dict)
+    for n, line in enumerate(need[2].read_text(encoding="utf-8").splitlines(), start=1):
+        cols = line.strip().split("\t")
+        if n == 1 and cols and not cols[-1].lstrip("-").isdigit():
+            continue  # header
+        if len(cols) < 3:
+            if line.strip():
+                raise UserError(f"{need[2]}:{n}: expected query-id<TAB>corpus-id<TAB>score")
+            continue
+        try:
+            qrels[cols[0]][cols[1]] = float(cols[2])
+        except ValueError as e:
+            raise UserError(f"{need[2]}:{n}: score {cols[2]!r} is not a number") from e
+    if not corpus or not qrels:
+        raise UserError(f"{root}: empty corpus or qrels")
+    return corpus, queries, dict(qrels)
+
+
+BEIR_PRINCIPAL = Principal(name="beir", orgs=("beir",))
+
+
+def beir_index(corpus: list[tuple[str, str, str]], store, embedder) -> SearchIndex:
+    epoch = datetime(2000, 1, 1)
+    fragments = [Fragment(id=doc_id, version=1, content=Content(kind="note", title=title, body=text,
+                                                                scope=Scope("beir"), owner="beir"),
+                          content_hash="", created_at=epoch, updated_at=epoch) for doc_id, title, text in corpus]
+    return SearchIndex(fragments, generation=-1, store=store, embedder=embedder, authority={})
+
+
+def run_beir(index: SearchIndex, queries: dict[str, str], qrels: dict[str, dict[str, float]], base: Settings,
+             pipelines: Iterable[str]) -> dict[str, Any]:
+    report: dict[str, Any] = {}
+    rankings: dict[str, dict[str, list[str]]] = {}
+    now = datetime(2000, 1, 1)
+    for name in pipelines:
+        settings = replace(preset(base, name), use_priors=False)
+        runs = []
+        rankings[name] = {}
+        for qid, judged in qrels.items():
+            if qid not in queries:
+                continue
+            ranking = rank(index, queries[qid], BEIR_PRINCIPAL, settings, now=now)
+            ranked = [index.ids[j] for j in ranking.order]
+            rankings[name][qid] = ranked
+            runs.append((ranked, judged))
+        report[name] = summarise(runs)
+    return {"metrics": report, "rankings": rankings}
+
+
+def compare(rankings: dict[str, dict[str, list[str]]], a: str, b: str, queries: dict[str, str]
+            ) -> list[dict[str, Any]]:
+    """Queries whose top 3 differ between pipelines ``a`` and ``b``."""
+    for name in (a, b):
+        if name not in rankings:
+            raise UserError(f"--compare {name!r} was not among the pipelines run ({', '.join(rankings)})")
+    out = []
+    for qid, ranked_a in rankings[a].items():
+        ranked_b = rankings[b].get(qid, [])
+        if ranked_a[:3] != ranked_b[:3]:
+            out.append({"query_id": qid, "query": queries.get(qid, ""), a: ranked_a[:3], b: ranked_b[:3]})
+    return out

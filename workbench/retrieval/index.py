@@ -1,0 +1,154 @@
+"""The in-memory search index of one workspace generation.
+
+Holds the active fragments in a fixed order with their scope columns, freshness ages,
+authority, text and (lazily) their embedding matrix and lexical backends. Rebuilt when
+the store's generation changes; vectors of unchanged text are reused, never re-embedded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from datetime import datetime
+from typing import Callable
+
+import numpy as np
+
+from ..models import Fragment, Principal, Scope
+from ..rank.authority import pagerank
+from .lexical import Bm25s, DuckdbFts, check_backend
+
+CHUNKER_VERSION = "fragment-v1"
+
+
+def index_text(f: Fragment) -> str:
+    """What retrieval sees of a fragment: title, anti-pattern fields, body, tags."""
+    parts = [f.title]
+    for key, label in (("dont", "Don't"), ("why", "Why"), ("instead", "Instead")):
+        value = f.content.detail(key)
+        if value:
+            parts.append(f"{label}: {value}")
+    parts.append(f.body)
+    if f.tags:
+        parts.append("Tags: " + ", ".join(f.tags))
+    return "\n\n".join(p for p in parts if p)
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(f"{CHUNKER_VERSION}\n{text}".encode("utf-8")).hexdigest()
+
+
+class SearchIndex:
+    def __init__(self, fragments: list[Fragment], generation: int, store, embedder,
+                 authority: dict[str, tuple[float, int, int]], progress: Callable | None = None):
+        self.generation = generation
+        self.store = store
+        self.embedder = embedder
+        self.fragments = fragments
+        self.ids = [f.id for f in fragments]
+        self.pos = {fid: i for i, fid in enumerate(self.ids)}
+        self.texts = [index_text(f) for f in fragments]
+        self.hashes = [text_hash(t) for t in self.texts]
+        self.kinds = np.array([f.kind for f in fragments], dtype=object)
+        self.fresh_at = [max(f.updated_at, f.verified_at or f.updated_at) for f in fragments]
+        raw = np.array([authority.get(fid, (0.0, 0, 0))[0] for fid in self.ids], dtype=np.float64)
+        self.authority = raw / raw.max() if raw.size and raw.max() > 0 else raw
+        self._scope_keys = [(f.scope, f.owner) for f in fragments]
+        self._vectors: np.ndarray | None = None
+        self._lexical: dict[str, object] = {}
+        self._lock = threading.Lock()
+        self.progress = progress
+
+    # -- visibility ---------------------------------------------------------------------
+
+    def visible(self, principal: Principal, within: Scope | None = None) -> np.ndarray:
+        """Boolean mask of fragments the principal may see (and that apply inside ``within``)."""
+        verdict: dict[tuple[Scope, str | None], bool] = {}
+        mask = np.zeros(len(self.ids), dtype=bool)
+        for i, (scope, owner) in enumerate(self._scope_keys):
+            key = (scope, owner if scope.session else None)
+            ok = verdict.get(key)
+            if ok is None:
+                ok = principal.can_see(scope, owner=owner) and applies(scope, within)
+                verdict[key] = ok
+            mask[i] = ok
+        return mask
+
+    # -- vectors ------------------------------------------------------------------------
+
+    def vectors(self) -> np.ndarray:
+        """N × 384 normalised embeddings; missing ones are embedded once and stored."""
+        if self._vectors is None:
+            with self._lock:
+                if self._vectors is None:
+                    self._vectors = self._load_vectors()
+        return self._vectors
+
+    def _load_vectors(self, previous: dict[str, np.ndarray] | None = None) -> np.ndarray:
+        have = dict(previous or {})
+        wanted = [h for h in dict.fromkeys(self.hashes) if h not in have]
+        if wanted:
+            have.update(self.store.embeddings(self.embedder.name, wanted if len(wanted) < 5000 else None))
+        missing = [h for h in dict.fromkeys(self.hashes) if h not in have]
+        if missing:
+            text_of = dict(zip(self.hashes, self.texts))
+            batch = 256
+            for start in range(0, len(missing), batch):
+                chunk = missing[start:start + batch]
+                matrix = self.embedder.encode([text_of[h] for h in chunk])
+                self.store.put_embeddings(self.embedder.name, chunk, matrix)
+                have.update(zip(chunk, matrix))
+                if self.progress:
+                    self.progress("embed", min(start + batch, len(missing)), len(missing))
+        if not self.hashes:
+            return np.zeros((0, self.embedder.dim), dtype=np.float32)
+        return np.stack([have[h] for h in self.hashes]).astype(np.float32, copy=False)
+
+    def adopt_vectors(self, previous: "SearchIndex | None") -> None:
+        """Reuse the vectors of a previous generation for text that did not change."""
+        if previous is not None and previous._vectors is not None:
+            self._vectors = self._load_vectors(dict(zip(previous.hashes, previous._vectors)))
+
+    def has_vectors(self) -> bool:
+        return self._vectors is not None
+
+    # -- lexical ------------------------------------------------------------------------
+
+    def lexical(self, name: str):
+        check_backend(name)
+        backend = self._lexical.get(name)
+        if backend is None:
+            with self._lock:
+                backend = self._lexical.get(name)
+                if backend is None:
+                    backend = (Bm25s(self.texts) if name == "bm25s"
+                               else DuckdbFts(self.texts, self.ids, self.store, self.generation))
+                    self._lexical[name] = backend
+        return backend
+
+    def ages_days(self, now: datetime) -> np.ndarray:
+        return np.array([(now - t).total_seconds() / 86400.0 for t in self.fresh_at], dtype=np.float64)
+
+
+def applies(scope: Scope, within: Scope | None) -> bool:
+    """A fragment applies inside a working scope when each level it sets matches it."""
+    if within is None:
+        return True
+    for level in ("org", "repo", "persona", "session"):
+        mine, theirs = getattr(scope, level), getattr(within, level)
+        if mine is not None and theirs is not None and mine != theirs:
+            return False
+    return True
+
+
+def build(store, embedder, previous: SearchIndex | None = None, progress: Callable | None = None) -> SearchIndex:
+    """A fresh index of the store's current generation; authority recomputed if stale."""
+    generation = store.generation()
+    fragments = store.fragments(status="active")
+    stored_gen, authority = store.authority()
+    if stored_gen != generation:
+        authority = pagerank([f.id for f in fragments], store.links())
+        store.put_authority(authority, generation)
+    index = SearchIndex(fragments, generation, store, embedder, authority, progress)
+    index.adopt_vectors(previous)
+    return index

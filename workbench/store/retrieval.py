@@ -1,0 +1,138 @@
+"""Store queries for retrieval: embeddings cache, index generation, authority, pins, traces.
+
+Mixed into ``Store``; the only SQL retrieval needs. Embeddings are keyed by the hash of
+the embedded text and the model name, so unchanged text is never embedded twice.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+DIM = 384
+
+
+class RetrievalQueries:
+    # The host class (Store) provides _q, con and transaction().
+
+    # -- generation: bumped by every write that changes what retrieval sees --------------
+
+    def generation(self) -> int:
+        return int(self._q("SELECT value FROM meta WHERE key = 'generation'")[0][0])
+
+    def bump_generation(self) -> None:
+        self._q("UPDATE meta SET value = CAST(CAST(value AS BIGINT) + 1 AS VARCHAR) WHERE key = 'generation'")
+
+    # -- embeddings ----------------------------------------------------------------------
+
+    def embeddings(self, model: str, hashes: list[str] | None = None) -> dict[str, np.ndarray]:
+        """text hash → float32 vector, for ``hashes`` (or all of the model's)."""
+        sql = "SELECT text_hash, vector FROM embeddings WHERE model = ?"
+        params: list[Any] = [model]
+        if hashes is not None:
+            sql += " AND list_contains(?, text_hash)"
+            params.append(list(hashes))
+        res = self._guard(lambda: self.con.execute(sql, params).fetchnumpy())
+        if len(res["text_hash"]) == 0:
+            return {}
+        matrix = np.stack(res["vector"]).astype(np.float32, copy=False)
+        return dict(zip(res["text_hash"].tolist(), matrix))
+
+    def embedding_count(self, model: str) -> int:
+        return self._q("SELECT count(*) FROM embeddings WHERE model = ?", [model])[0][0]
+
+    def put_embeddings(self, model: str, hashes: list[str], matrix: np.ndarray) -> None:
+        if not hashes:
+            return
+        matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+        n, dim = matrix.shape
+        batch = {"h": np.repeat(np.array(hashes, dtype=object), dim),
+                 "i": np.tile(np.arange(dim), n), "x": matrix.ravel()}
+
+        def insert(emb_batch=batch):  # DuckDB's replacement scan reads ``emb_batch`` from this frame
+            return self.con.execute(f"INSERT OR IGNORE INTO embeddings SELECT h, ?, list(x ORDER BY i)::FLOAT[{DIM}] "
+                                    "FROM emb_batch GROUP BY h", [model])
+
+        with self.transaction():
+            self._guard(insert)
+
+    # -- DuckDB-native dense path (exact scan), kept for comparison and SQL users ---------
+
+    def dense_scan(self, model: str, query: np.ndarray, text_hashes: list[str], k: int) -> list[tuple[str, float]]:
+        sql = (f"SELECT text_hash, 1 - array_cosine_distance(vector, ?::FLOAT[{DIM}]) AS sim FROM embeddings "
+               "WHERE model = ? AND list_contains(?, text_hash) ORDER BY sim DESC LIMIT ?")
+        return [(h, float(s)) for h, s in self._q(sql, [query.tolist(), model, list(text_hashes), k])]
+
+    # -- authority -------------------------------------------------------------------------
+
+    def links(self) -> list[tuple[str, str]]:
+        """(from, to) for every link and supersedes edge between active fragments."""
+        rows = self._q("SELECT id, unnest(list_concat(links, supersedes)) FROM fragments WHERE status = 'active'")
+        return [(a, b) for a, b in rows]
+
+    def put_authority(self, scores: dict[str, tuple[float, int, int]], generation: int) -> None:
+        with self.transaction():
+            self._q("DELETE FROM authority")
+            if scores:
+                ids = list(scores)
+                self._q("INSERT INTO authority SELECT unnest(?), unnest(?), unnest(?), unnest(?), ?",
+                        [ids, [scores[i][0] for i in ids], [scores[i][1] for i in ids],
+                         [scores[i][2] for i in ids], generation])
+
+    def authority(self) -> tuple[int | None, dict[str, tuple[float, int, int]]]:
+        rows = self._q("SELECT fragment_id, score, in_links, out_links, generation FROM authority")
+        if not rows:
+            return None, {}
+        return rows[0][4], {r[0]: (r[1], r[2], r[3]) for r in rows}
+
+    # -- pins ------------------------------------------------------------------------------
+
+    def pins(self, now: datetime | None = None) -> list[dict[str, Any]]:
+        sql = "SELECT fragment_id, scope, pinned_by, pinned_at, reason, until FROM pins"
+        params: list[Any] = []
+        if now is not None:
+            sql += " WHERE until IS NULL OR until > ?"
+            params.append(now)
+        rows = self._q(sql + " ORDER BY pinned_at, fragment_id", params)
+        return [{"fragment_id": r[0], "scope": r[1], "pinned_by": r[2], "pinned_at": r[3], "reason": r[4],
+                 "until": r[5]} for r in rows]
+
+    def put_pin(self, fragment_id: str, scope: str, by: str, at: datetime, reason: str | None,
+                until: datetime | None) -> None:
+        with self.transaction():
+            self._q("DELETE FROM pins WHERE fragment_id = ? AND scope = ?", [fragment_id, scope])
+            self._q("INSERT INTO pins VALUES (?, ?, ?, ?, ?, ?)", [fragment_id, scope, by, at, reason, until])
+            self.bump_generation()
+
+    def delete_pin(self, fragment_id: str, scope: str) -> bool:
+        with self.transaction():
+            found = self._q("SELECT count(*) FROM pins WHERE fragment_id = ? AND scope = ?", [fragment_id, scope])
+            self._q("DELETE FROM pins WHERE fragment_id = ? AND scope = ?", [fragment_id, scope])
+            self.bump_generation()
+        return found[0][0] > 0
+
+    # -- traces ----------------------------------------------------------------------------
+
+    def put_trace(self, trace: dict[str, Any]) -> None:
+        self._q("INSERT INTO traces VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [trace["id"], trace["created_at"], trace["kind"], trace["query"], trace["principal"],
+                 trace.get("scope"), json.dumps(trace["settings"]), json.dumps(trace["served"])])
+
+    def trace(self, trace_id: str) -> dict[str, Any] | None:
+        rows = self._q("SELECT id, created_at, kind, query, principal, scope, settings, served FROM traces "
+                       "WHERE id = ?", [trace_id])
+        if not rows:
+            return None
+        r = rows[0]
+        return {"id": r[0], "created_at": r[1], "kind": r[2], "query": r[3], "principal": r[4], "scope": r[5],
+                "settings": json.loads(r[6]), "served": json.loads(r[7])}
+
+    def trace_counts(self, since: datetime) -> dict[str, int]:
+        """fragment id → times served in traces since ``since`` (for staleness ranking)."""
+        rows = self._q("SELECT s.id, count(*) FROM (SELECT unnest(from_json(served, '[\"json\"]')) AS j "
+                       "FROM traces WHERE created_at >= ?) t, LATERAL (SELECT j->>'id' AS id) s GROUP BY s.id",
+                       [since])
+        return {r[0]: r[1] for r in rows}
