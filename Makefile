@@ -16,17 +16,25 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch $(STAMP)
 
-workspace: $(STAMP)
-	$(BIN)/workbench --workspace $(DEMO) init --config sample_corpus/workbench.yaml --force
-	$(BIN)/workbench --workspace $(DEMO) ingest sample_corpus/fragments
+WB     := $(BIN)/workbench --workspace $(DEMO)
 
+workspace: $(STAMP)
+	$(WB) init --config sample_corpus/workbench.yaml --force
+	$(WB) ingest sample_corpus/fragments
+	$(WB) index --progress
+
+# Until the TUI exists, the demo runs the main job on the sample corpus: search and
+# budgeted context for an agent, then the golden-set evaluation.
 demo: workspace
 	@echo
-	@echo '$$ workbench list --kind anti-pattern --as marco.bianchi'
-	@$(BIN)/workbench --workspace $(DEMO) list --kind anti-pattern --as marco.bianchi
+	@echo '$$ workbench search "customer charged twice when the client retries" --as agent.nw-coder --explain'
+	@$(WB) search "customer charged twice when the client retries" --as agent.nw-coder --explain
 	@echo
-	@echo '$$ workbench show nw-adr-0007-idempotency-keys --as marco.bianchi'
-	@$(BIN)/workbench --workspace $(DEMO) show nw-adr-0007-idempotency-keys --as marco.bianchi || true
+	@echo '$$ workbench context "how do I roll back a bad deploy" --as dan.kowalski --budget 1200'
+	@$(WB) context "how do I roll back a bad deploy" --as dan.kowalski --budget 1200
+	@echo
+	@echo '$$ workbench eval --golden sample_corpus/golden.yaml'
+	@$(WB) eval --golden sample_corpus/golden.yaml
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

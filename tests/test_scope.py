@@ -96,6 +96,51 @@ def test_no_read_path_leaks(scoped, principal):
                     read()
 
 
+WORDS = ["deploys", "shared", "words", "note", "about", "rollback", "kafka", "northwind", "tidewater", "repo"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(principal=principals, words=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
+       k=st.integers(1, 40), pipeline=st.sampled_from(["hybrid", "bm25", "dense"]))
+def test_search_context_and_traces_never_leak(scoped, principal, words, k, pipeline):
+    query = " ".join(words)
+    expected = {fid(s) for s in all_scopes() if oracle(principal, s, OWNERS[s.org])}
+    result = scoped.search(query, principal=principal, k=k, pipeline=pipeline)
+    served = [h.id for h in result.hits + result.avoid]
+    assert set(served) <= expected
+    # the filter runs before the top-k cut: k hits whenever k visible fragments match
+    matching = len(expected) if pipeline != "bm25" else len(
+        {f.id for f in scoped.list(principal=principal)} & _lexical_matches(scoped, query))
+    assert len(result.hits) == min(k, matching)
+    ctx = scoped.context(query, principal=principal, budget=400)
+    assert {i.hit.id for i in ctx.fragments + ctx.avoid} <= expected
+    # a trace shows its owner everything, and anyone else only what they may see
+    assert {i["id"] for i in scoped.trace(result.trace_id, principal=principal)["served"]} == set(served)
+    for viewer in ("priya.raman", "lena.fischer", "grace.kim"):
+        who = scoped.principal(viewer)
+        allowed = {fid(s) for s in all_scopes() if oracle(who, s, OWNERS[s.org])}
+        try:
+            seen = {i["id"] for i in scoped.trace(result.trace_id, principal=viewer)["served"]}
+        except NotFound:
+            seen = set()
+        assert seen <= allowed
+
+
+def _lexical_matches(bench, query: str) -> set[str]:
+    index = bench.search_index()
+    scores = index.lexical("bm25s").scores(query)
+    return {index.ids[i] for i in range(len(index.ids)) if scores[i] > 0}
+
+
+def test_eval_runs_as_the_query_principal(scoped, tmp_path):
+    golden = tmp_path / "g.yaml"
+    hidden = fid(Scope("tidewater", "dispatch"))
+    golden.write_text(f"queries:\n- id: q\n  query: shared words about deploys\n  principal: priya.raman\n"
+                      f"  relevant: [{hidden}]\n")
+    report = scoped.eval_golden(str(golden), pipelines=["bm25", "dense", "hybrid"])
+    assert all(report[p]["recall@100"] == 0.0 for p in ("bm25", "dense", "hybrid"))
+
+
 def test_principal_rules_by_example():
     p = Principal("marco", orgs=("northwind",), repos=("northwind/payments-api",), personas=("northwind/*",))
     assert p.can_see(Scope("northwind"))

@@ -18,7 +18,7 @@ from .rank.priors import DEFAULT_HALF_LIFE, Priors
 from .results import ContextResult, SearchResult
 from .retrieval import index as search_index
 from .retrieval.compose import compose
-from .retrieval.embedder import MODEL_NAME, Embedder, count_tokens
+from .retrieval.embedder import MODEL_NAME, Embedder, count_tokens, count_tokens_many
 from .retrieval.pipeline import Hit, Ranking, Settings, hits_from, rank, rerank
 from .store.store import utcnow
 
@@ -139,7 +139,8 @@ class RetrievalMixin:
         hits, avoid = hits_from(index, ranking, settings)
         visible = index.visible(who, within)
         pin_hits = [_pin_hit(index, ranking, fid) for fid in pins if fid in index.pos and visible[index.pos[fid]]]
-        composed = compose(pin_hits, hits, avoid, budget=budget, query=query, count=count_tokens)
+        composed = compose(pin_hits, hits, avoid, budget=budget, query=query, count=count_tokens,
+                           count_many=count_tokens_many)
         served = ([_served(i.hit, "fragments", i.text, i.tokens) for i in composed.fragments]
                   + [_served(i.hit, "avoid", i.text, i.tokens) for i in composed.avoid])
         trace_id = self._trace("context", query, who, within, settings, served, now,

@@ -33,7 +33,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     from .commands import add_commands
     from .curate_commands import add_curate_commands
-    from .retrieval_commands import add_retrieval_commands
+    from .retrieval_commands import add_bench_command, add_retrieval_commands
 
     parser = _Parser(prog="workbench", description="A local-first knowledge workbench for curating what "
                      "AI agents know: versioned, scoped, owned fragments; pins; hybrid retrieval; exports.")
@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_commands(sub)
     add_retrieval_commands(sub)
     add_curate_commands(sub)
+    add_bench_command(sub)
     return parser
 
 
@@ -85,5 +86,7 @@ def run() -> None:
     sys.exit(main())
 
 
-if __name__ == "__main__":
-    run()
+if __name__ == "__main__":  # run through the package module so handlers register in one place
+    from workbench.cli.main import run as _run
+
+    _run()

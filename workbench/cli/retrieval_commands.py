@@ -174,3 +174,41 @@ def _index(args):
         emit_json(data)
     else:
         print(f"index ready: {data['fragments']} fragments, {data['embedded']} newly embedded")
+
+
+def add_bench_command(sub: argparse._SubParsersAction) -> None:
+    help = "Benchmark search latency on a synthetic workspace, against the DuckDB-native path."
+    p = sub.add_parser("bench", help=help, description=help)
+    p.add_argument("--fragments", type=int, default=1000, metavar="N", help="synthetic fragments (default 1000)")
+    p.add_argument("--queries", type=int, default=100, metavar="Q", help="queries to time (default 100)")
+    p.add_argument("--keep", metavar="DIR", help="build the workspace in DIR and keep it")
+    p.add_argument("--json", action="store_true", help="print the documented JSON instead of text")
+
+
+@command("bench")
+def _bench(args):
+    from pathlib import Path
+
+    from ..benchmark import run
+    from ..errors import UserError
+
+    if args.fragments < 10 or args.queries < 1:
+        raise UserError("--fragments must be at least 10 and --queries at least 1")
+    result = run(args.fragments, queries=args.queries, workdir=Path(args.keep) if args.keep else None,
+                 progress=lambda msg: print(f"bench: {msg}", file=sys.stderr, flush=True))
+    if args.json:
+        emit_json(result)
+        return
+    print(f"{result['fragments']} fragments, {result['queries']} queries as 'agent' "
+          f"(sees {result['visible_share']:.0%} of the workspace)")
+    rows = [["search (end to end)", result["search_ms"]["p50"], result["search_ms"]["p95"],
+             result["baseline_search_ms"]["p50"], result["baseline_search_ms"]["p95"]]]
+    for stage, v in result["stages_ms"].items():
+        b = result["baseline_stages_ms"][stage]
+        rows.append([stage, v["p50"], v["p95"], b["p50"], b["p95"]])
+    print(table(["stage (ms)", "p50", "p95", "duckdb p50", "duckdb p95"], ([str(c) for c in r] for r in rows)))
+    print(f"\nspeed-up at p50 vs DuckDB-native: {result['speedup_p50']}x")
+    for key in ("ingest_fragments_per_s", "reingest_unchanged_s", "index_build_s", "edit_rebuild_index_ms",
+                "lexical_rebuild_ms", "peak_rss_mb"):
+        print(f"{key}: {result[key]}")
+    print(f"dense paths: {result['dense_paths']}")

@@ -19,6 +19,7 @@ from ..models import ANTIPATTERN_FIELDS, Content, Fragment, Scope, Source
 from ..schemas import plain_yaml, validate
 
 FENCE = "---"
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _ORDER = ("id", "kind", "title", "scope", "owner", "status", "tags", "links", "supersedes", "sources",
           "created", "updated", "verified", *ANTIPATTERN_FIELDS)
 
@@ -47,7 +48,7 @@ def split_front_matter(text: str, *, file: str) -> tuple[str, str, int]:
 
 def load_front_matter(front: str, *, file: str, first_line: int = 2) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(front)
+        data = yaml.load(front, Loader=_LOADER)  # noqa: S506 - a safe loader (libyaml's when present)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + first_line}: " if mark is not None else ""

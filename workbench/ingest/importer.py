@@ -8,6 +8,7 @@ unchanged file changes nothing; a changed file appends a version.
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 from pathlib import Path
 from typing import Callable, Iterable
@@ -38,17 +39,33 @@ def check_semantics(parsed: ParsedFragment, config: WorkspaceConfig) -> None:
                               file=parsed.file, field="owner")
 
 
-def read_files(paths: Iterable[str | Path], config: WorkspaceConfig, report: IngestReport) -> list[ParsedFragment]:
+def read_files(paths: Iterable[str | Path], config: WorkspaceConfig, report: IngestReport,
+               known_files: dict[str, tuple[str, str, str]] | None = None,
+               current: dict[str, tuple] | None = None) -> tuple[list[ParsedFragment], list[tuple[str, str, str, str]]]:
+    """Parse and validate every file. A file whose bytes match what was ingested from the same
+    path, for a fragment still at that content, is reported unchanged without parsing."""
     files, missing = collect(paths)
     report.errors.extend(missing)
     parsed: list[ParsedFragment] = []
     seen: dict[str, str] = {}
+    file_rows: list[tuple[str, str, str, str]] = []
+    known_files = known_files or {}
+    current = current or {}
     for path in files:
         name = str(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            raw = path.read_bytes()
+            text = raw.decode("utf-8")
         except (OSError, UnicodeDecodeError) as e:
             report.errors.append({"file": name, "message": f"cannot read: {e}"})
+            continue
+        key = str(path.resolve())
+        digest = hashlib.sha256(raw).hexdigest()
+        cached = known_files.get(key)
+        if cached and cached[0] == digest and cached[1] not in seen and \
+                current.get(cached[1], ("",))[0] == cached[2]:
+            seen[cached[1]] = name
+            report.unchanged.append(cached[1])
             continue
         try:
             item = parse_fragment(text, file=name)
@@ -62,15 +79,16 @@ def read_files(paths: Iterable[str | Path], config: WorkspaceConfig, report: Ing
             continue
         seen[item.id] = name
         parsed.append(item)
-    return parsed
+        file_rows.append((key, digest, item.id, item.content.content_hash()))
+    return parsed, file_rows
 
 
 def ingest_files(store: Store, config: WorkspaceConfig, paths: Iterable[str | Path], *,
                  actor: str | None = None, reason: str | None = None,
                  progress: Progress | None = None) -> IngestReport:
     report = IngestReport()
-    parsed = read_files(paths, config, report)
     known = store.hashes()
+    parsed, file_rows = read_files(paths, config, report, store.ingested_files(), known)
     now = utcnow()
     batch_ids = {p.id for p in parsed}
     all_ids = known.keys() | batch_ids
@@ -98,7 +116,7 @@ def ingest_files(store: Store, config: WorkspaceConfig, paths: Iterable[str | Pa
             writes.append(VersionWrite(item.id, current[1] + 1, item.content, author, why, at, None,
                                        item.verified, item.file))
             report.updated.append(item.id)
-    if not writes and not newly_verified:
+    if not writes and not newly_verified and not file_rows:
         return report
     with store.transaction():
         for start in range(0, len(writes), WRITE_CHUNK):
@@ -107,6 +125,9 @@ def ingest_files(store: Store, config: WorkspaceConfig, paths: Iterable[str | Pa
                 progress("write", min(start + WRITE_CHUNK, len(writes)), len(writes))
         for fragment_id, verified in newly_verified:
             store.set_verified(fragment_id, verified)
+        store.put_ingested_files(file_rows, now)
+        if not writes:
+            return report
         store.add_event("ingest", actor=actor, detail={"added": len(report.added), "updated": len(report.updated),
                                                         "errors": len(report.errors)})
     return report

@@ -87,9 +87,13 @@ def _join(hit: Hit, parts, chosen: list[int]) -> str:
 
 
 def compose(pins: list[Hit], ranked: list[Hit], avoid: list[Hit], *, budget: int, query: str,
-            count: TokenCounter) -> Composition:
+            count: TokenCounter, count_many: Callable[[list[str]], list[int]] | None = None) -> Composition:
     out = Composition(budget=budget)
     rendered: dict[str, tuple[str, int]] = {}
+    if count_many is not None:  # count every candidate in one batch up front
+        hits = {h.id: h for h in [*pins, *avoid, *ranked]}
+        texts = {fid: render(h) for fid, h in hits.items()}
+        rendered = {fid: (text, n) for (fid, text), n in zip(texts.items(), count_many(list(texts.values())))}
 
     def full(hit: Hit) -> tuple[str, int]:
         if hit.id not in rendered:

@@ -76,7 +76,16 @@ class Embedder:
         return np.asarray(vectors, dtype=np.float32)
 
     def encode_query(self, text: str) -> np.ndarray:
-        return self.encode([text])[0]
+        """One text, on the hot path: straight through the modules, without ``encode``'s
+        per-call set-up (same vector as ``encode``)."""
+        model = load_model()
+        import torch
+
+        with torch.inference_mode():
+            features = model.preprocess([text])
+            vector = model.forward(features)["sentence_embedding"][0]
+            vector = torch.nn.functional.normalize(vector, dim=0)
+        return vector.numpy().astype(np.float32, copy=False)
 
 
 @lru_cache(maxsize=1)
@@ -90,8 +99,25 @@ def tokenizer():
     return tok
 
 
+def count_tokens_many(texts: list[str]) -> list[int]:
+    """Token counts of many texts in one batch (the tokenizer runs them in parallel)."""
+    todo = [t for t in dict.fromkeys(texts) if t and t not in _COUNTS]
+    if todo:
+        for text, enc in zip(todo, tokenizer().encode_batch(todo, add_special_tokens=False)):
+            _COUNTS[text] = len(enc.ids)
+    return [count_tokens(t) for t in texts]
+
+
+_COUNTS: dict[str, int] = {}
+
+
 def count_tokens(text: str) -> int:
     """Tokens in ``text`` as the bundled model counts them (without [CLS]/[SEP])."""
     if not text:
         return 0
-    return len(tokenizer().encode(text, add_special_tokens=False).ids)
+    n = _COUNTS.get(text)
+    if n is None:
+        if len(_COUNTS) > 100_000:
+            _COUNTS.clear()
+        n = _COUNTS[text] = len(tokenizer().encode(text, add_special_tokens=False).ids)
+    return n

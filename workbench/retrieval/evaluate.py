@@ -7,6 +7,7 @@ BEIR corpora are embedded once: vectors are cached by text hash in a cache datab
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import defaultdict
 from dataclasses import replace
@@ -61,13 +62,18 @@ def run_golden(index: SearchIndex, queries: list[dict[str, Any]], principal_of: 
                base: Settings, pipelines: Iterable[str], now: datetime) -> dict[str, Any]:
     rankings: dict[str, dict[str, list[str]]] = {}
     report: dict[str, Any] = {}
+    pipelines = list(pipelines)
+    vectors = None
+    if any(PRESETS[name]["pipeline"] != "bm25" for name in pipelines if name in PRESETS):
+        vectors = index.embedder.encode([q["query"] for q in queries])
     for name in pipelines:
         settings = preset(base, name)
         runs, by_scope = [], defaultdict(list)
         rankings[name] = {}
         for i, q in enumerate(queries):
             who = principal_of(q["principal"])
-            ranking = rank(index, q["query"], who, settings, now=now)
+            ranking = rank(index, q["query"], who, settings, now=now,
+                           query_vector=None if vectors is None else vectors[i])
             ranked = [index.ids[j] for j in ranking.order]
             judged = {fid: 1.0 for fid in q["relevant"]}
             runs.append((ranked, judged))
@@ -109,7 +115,7 @@ def load_beir(folder: str | Path, split: str = "test") -> tuple[list[tuple[str, 
     qrels: dict[str, dict[str, float]] = defaultdict(dict)
     for n, line in enumerate(need[2].read_text(encoding="utf-8").splitlines(), start=1):
         cols = line.strip().split("\t")
-        if n == 1 and cols and not cols[-1].lstrip("-").isdigit():
+        if n == 1 and cols and cols[0].strip().lower() in ("query-id", "query_id", "qid", "query"):
             continue  # header
         if len(cols) < 3:
             if line.strip():
@@ -132,7 +138,9 @@ def beir_index(corpus: list[tuple[str, str, str]], store, embedder) -> SearchInd
     fragments = [Fragment(id=doc_id, version=1, content=Content(kind="note", title=title, body=text,
                                                                 scope=Scope("beir"), owner="beir"),
                           content_hash="", created_at=epoch, updated_at=epoch) for doc_id, title, text in corpus]
-    return SearchIndex(fragments, generation=-1, store=store, embedder=embedder, authority={})
+    digest = hashlib.sha256("\n".join(f"{i}\t{t}\t{x}" for i, t, x in corpus).encode("utf-8")).hexdigest()
+    # the generation keys the cached FTS table to this exact corpus
+    return SearchIndex(fragments, generation=-int(digest[:12], 16), store=store, embedder=embedder, authority={})
 
 
 def run_beir(index: SearchIndex, queries: dict[str, str], qrels: dict[str, dict[str, float]], base: Settings,
@@ -140,14 +148,17 @@ def run_beir(index: SearchIndex, queries: dict[str, str], qrels: dict[str, dict[
     report: dict[str, Any] = {}
     rankings: dict[str, dict[str, list[str]]] = {}
     now = datetime(2000, 1, 1)
+    judged_ids = [qid for qid in qrels if qid in queries]
+    vectors = {}
+    if any(PRESETS[name]["pipeline"] != "bm25" for name in pipelines):
+        vectors = dict(zip(judged_ids, index.embedder.encode([queries[q] for q in judged_ids])))
     for name in pipelines:
         settings = replace(preset(base, name), use_priors=False)
         runs = []
         rankings[name] = {}
-        for qid, judged in qrels.items():
-            if qid not in queries:
-                continue
-            ranking = rank(index, queries[qid], BEIR_PRINCIPAL, settings, now=now)
+        for qid in judged_ids:
+            judged = qrels[qid]
+            ranking = rank(index, queries[qid], BEIR_PRINCIPAL, settings, now=now, query_vector=vectors.get(qid))
             ranked = [index.ids[j] for j in ranking.order]
             rankings[name][qid] = ranked
             runs.append((ranked, judged))

@@ -50,10 +50,20 @@ class SearchIndex:
         self.texts = [index_text(f) for f in fragments]
         self.hashes = [text_hash(t) for t in self.texts]
         self.kinds = np.array([f.kind for f in fragments], dtype=object)
-        self.fresh_at = [max(f.updated_at, f.verified_at or f.updated_at) for f in fragments]
+        epoch = datetime(1970, 1, 1)
+        self.fresh_s = np.array([(max(f.updated_at, f.verified_at or f.updated_at) - epoch).total_seconds()
+                                 for f in fragments], dtype=np.float64)
+        kinds = sorted(set(self.kinds.tolist()))
+        self._kind_keys = kinds
+        self._kind_idx = np.array([kinds.index(k) for k in self.kinds], dtype=np.int64) if kinds else \
+            np.zeros(0, dtype=np.int64)
         raw = np.array([authority.get(fid, (0.0, 0, 0))[0] for fid in self.ids], dtype=np.float64)
         self.authority = raw / raw.max() if raw.size and raw.max() > 0 else raw
-        self._scope_keys = [(f.scope, f.owner) for f in fragments]
+        # fragments grouped by (scope, owner of session-scoped ones): visibility is decided per group
+        groups: dict[tuple[Scope, str | None], int] = {}
+        self._group = np.array([groups.setdefault((f.scope, f.owner if f.scope.session else None), len(groups))
+                                for f in fragments], dtype=np.int64)
+        self._group_keys = list(groups)
         self._vectors: np.ndarray | None = None
         self._lexical: dict[str, object] = {}
         self._lock = threading.Lock()
@@ -63,16 +73,9 @@ class SearchIndex:
 
     def visible(self, principal: Principal, within: Scope | None = None) -> np.ndarray:
         """Boolean mask of fragments the principal may see (and that apply inside ``within``)."""
-        verdict: dict[tuple[Scope, str | None], bool] = {}
-        mask = np.zeros(len(self.ids), dtype=bool)
-        for i, (scope, owner) in enumerate(self._scope_keys):
-            key = (scope, owner if scope.session else None)
-            ok = verdict.get(key)
-            if ok is None:
-                ok = principal.can_see(scope, owner=owner) and applies(scope, within)
-                verdict[key] = ok
-            mask[i] = ok
-        return mask
+        verdict = np.array([principal.can_see(scope, owner=owner) and applies(scope, within)
+                            for scope, owner in self._group_keys], dtype=bool)
+        return verdict[self._group] if len(self.ids) else np.zeros(0, dtype=bool)
 
     # -- vectors ------------------------------------------------------------------------
 
@@ -121,13 +124,19 @@ class SearchIndex:
             with self._lock:
                 backend = self._lexical.get(name)
                 if backend is None:
-                    backend = (Bm25s(self.texts) if name == "bm25s"
+                    backend = (Bm25s(self.texts, self.hashes) if name == "bm25s"
                                else DuckdbFts(self.texts, self.ids, self.store, self.generation))
                     self._lexical[name] = backend
         return backend
 
     def ages_days(self, now: datetime) -> np.ndarray:
-        return np.array([(now - t).total_seconds() / 86400.0 for t in self.fresh_at], dtype=np.float64)
+        return ((now - datetime(1970, 1, 1)).total_seconds() - self.fresh_s) / 86400.0
+
+    def half_lives(self, half_life: Callable[[str], float]) -> np.ndarray:
+        """Per-fragment half-life in days, from a per-kind rule."""
+        if not self._kind_keys:
+            return np.zeros(0)
+        return np.array([half_life(k) for k in self._kind_keys], dtype=np.float64)[self._kind_idx]
 
 
 def applies(scope: Scope, within: Scope | None) -> bool:

@@ -33,6 +33,17 @@ def _stopwords() -> frozenset[str]:
     return frozenset(STOPWORDS_EN)
 
 
+_STEMS: dict[str, str] = {}
+
+
+def _stem(words: list[str]) -> list[str]:
+    """Stem with a per-process cache: most words repeat across documents."""
+    missing = [w for w in set(words) if w not in _STEMS]
+    if missing:
+        _STEMS.update(zip(missing, _stemmer().stemWords(missing)))
+    return [_STEMS[w] for w in words]
+
+
 def tokenize(text: str) -> list[str]:
     """Lower-case words, stopwords removed, English-stemmed. Identifiers such as
     ``NWPAY-4091`` or ``ledger.posting.batch_size`` also count as one whole token."""
@@ -41,19 +52,51 @@ def tokenize(text: str) -> list[str]:
     parts: list[str] = []
     for match in _WORD.finditer(text.lower()):
         word = match.group(0)
+        if "-" not in word and "." not in word and "_" not in word and ":" not in word and "/" not in word:
+            if len(word) > 1 and word not in stop:
+                parts.append(word)
+            continue
         pieces = [p for p in _PART.findall(word) if len(p) > 1 and p not in stop]
         if len(pieces) > 1 or (pieces and pieces[0] != word):
             whole.append(word)
         parts.extend(pieces)
-    return whole + (_stemmer().stemWords(parts) if parts else [])
+    return whole + (_stem(parts) if parts else [])
 
 
-_IDENT_HINT = re.compile(r"[-.:/_]|[a-z][0-9]|[0-9][a-z]")
+_TOKENS: dict[str, np.ndarray] = {}
+_VOCAB: dict[str, int] = {}
+
+
+def token_ids(tokens: list[str], *, grow: bool) -> list[int]:
+    """Map tokens to this process's vocabulary ids (growing it for documents, not queries)."""
+    if grow:
+        return [_VOCAB.setdefault(t, len(_VOCAB)) for t in tokens]
+    return [i for i in (_VOCAB.get(t) for t in tokens) if i is not None]
+
+
+def tokenize_cached(key: str, text: str) -> np.ndarray:
+    """Token ids of ``text``, memoised by a text hash, so a rebuild after one edit
+    tokenizes one text."""
+    ids = _TOKENS.get(key)
+    if ids is None:
+        if len(_TOKENS) > 500_000:
+            _TOKENS.clear()
+        ids = _TOKENS[key] = np.asarray(token_ids(tokenize(text), grow=True), dtype=np.int64)
+    return ids
+
+
+_CODE_IDENTIFIER = re.compile(
+    r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b"                 # snake_case names
+    r"|\b[A-Za-z_][A-Za-z0-9_]+(?:\.[A-Za-z_][A-Za-z0-9_]+)+\b"     # dotted config keys
+    r"|\b[A-Za-z]{2,}-\d{3,}\b"                                    # error codes: NWPAY-4091, INC-2291
+    r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+){2,}\b")                   # CamelCase alert and class names
 
 
 def identifiers(text: str) -> list[str]:
-    """Whole identifier-like tokens of ``text`` (error codes, config keys, snake_case names)."""
-    return [m.group(0) for m in _WORD.finditer(text.lower()) if _IDENT_HINT.search(m.group(0))]
+    """Code identifiers named in ``text`` (error codes, config keys, snake_case and CamelCase
+    names), as index tokens. Plain words with digits (gene names, versions) are not included."""
+    found = [m.group(0).lower() for m in _CODE_IDENTIFIER.finditer(text)]
+    return found + [t for t in _stem(found) if t not in found]
 
 
 class LexicalBackend(Protocol):
@@ -63,34 +106,25 @@ class LexicalBackend(Protocol):
 
 
 class Bm25s:
-    """bm25s (Lucene BM25, k1=1.5, b=0.75) over stemmed, stopword-free tokens."""
+    """BM25 as bm25s scores it (Lucene, k1=1.5, b=0.75) over stemmed, stopword-free tokens,
+    built vectorised (see rank/bm25.py for why and for the equality check)."""
 
     name = "bm25s"
 
-    def __init__(self, texts: list[str]):
-        import bm25s
+    def __init__(self, texts: list[str], keys: list[str] | None = None):
+        from ..rank.bm25 import BM25Matrix
 
+        keys = keys or [f"text:{hash(t)}" for t in texts]
+        docs = [tokenize_cached(k, t) for k, t in zip(keys, texts)]
         self.size = len(texts)
-        self.retriever = bm25s.BM25()
-        corpus = [tokenize(t) or ["\x00empty"] for t in texts]
-        if corpus:
-            self.retriever.index(corpus, show_progress=False)
+        self.matrix = BM25Matrix(docs, len(_VOCAB))
 
     def scores(self, query: str) -> np.ndarray:
-        if self.size == 0:
-            return np.zeros(0, dtype=np.float32)
-        ids = self.retriever.get_tokens_ids(tokenize(query))
-        if not ids:
-            return np.zeros(self.size, dtype=np.float32)
-        return np.asarray(self.retriever.get_scores_from_ids(ids), dtype=np.float32)
+        return self.matrix.scores(token_ids(tokenize(query), grow=False))
 
     def document_frequency(self, token: str) -> int:
-        """How many documents contain ``token`` (an already-normalised token)."""
-        tid = self.retriever.vocab_dict.get(token) if self.size else None
-        if tid is None:
-            return 0
-        indptr = self.retriever.scores["indptr"]
-        return int(indptr[tid + 1] - indptr[tid])
+        tid = _VOCAB.get(token)
+        return 0 if tid is None else self.matrix.document_frequency(tid)
 
 
 class DuckdbFts:

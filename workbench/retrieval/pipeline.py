@@ -8,6 +8,7 @@ results come back whenever k visible fragments match.
 from __future__ import annotations
 
 import time
+from functools import lru_cache
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -144,8 +145,7 @@ def rank(index: SearchIndex, query: str, principal: Principal, settings: Setting
         final[final < settings.min_score] = -np.inf
     fresh = np.ones(n)
     if settings.use_priors and settings.pipeline == "hybrid" and n:
-        half = np.array([settings.priors.half_life(k) for k in index.kinds], dtype=np.float64)
-        fresh = rank_priors.freshness(index.ages_days(now), half)
+        fresh = rank_priors.freshness(index.ages_days(now), index.half_lives(settings.priors.half_life))
         final = rank_priors.apply(final, fresh, index.authority, settings.priors, depth=settings.depth)
     pinned = {index.pos[i] for i in pinned_ids if i in index.pos and mask[index.pos[i]]}
     depth = max(settings.depth, settings.k * 3)
@@ -154,6 +154,13 @@ def rank(index: SearchIndex, query: str, principal: Principal, settings: Setting
     stages["fusion"] = (time.perf_counter() - t) * 1000
     return Ranking(order=order, final=final, pinned=pinned, stages_ms=stages,
                    parts={"lexical": lexical, "dense": dense, "fused": fused, "freshness": fresh})
+
+
+@lru_cache(maxsize=1)
+def _blas():
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
 
 
 def _rare_identifier(backend, query: str, n: int) -> bool:
@@ -168,7 +175,11 @@ def _rare_identifier(backend, query: str, n: int) -> bool:
 def _dense(index: SearchIndex, qv: np.ndarray, mask: np.ndarray, settings: Settings) -> np.ndarray:
     n = len(index.ids)
     if settings.dense == "numpy":
-        sims = index.vectors() @ qv.astype(np.float32)
+        vectors = index.vectors()
+        # One BLAS thread: OpenBLAS threads left spinning after a multi-threaded product
+        # slow the next query embedding in torch by 2-10x on 2 cores (measured in bench).
+        with _blas().limit(limits=1, user_api="blas"):
+            sims = vectors @ qv.astype(np.float32)
         return np.where(mask, sims.astype(np.float64), -np.inf)
     out = np.full(n, -np.inf)
     visible_hashes = [index.hashes[i] for i in np.flatnonzero(mask)]

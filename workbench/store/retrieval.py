@@ -15,16 +15,33 @@ import numpy as np
 DIM = 384
 
 
+def vector_literal(vector: np.ndarray) -> str:
+    """A FLOAT[384] SQL literal. Binding a 384-float list as a parameter costs ~30 ms in
+    the Python client; a literal made only of formatted floats costs nothing and is safe."""
+    values = np.asarray(vector, dtype=np.float32).reshape(-1)
+    if values.shape != (DIM,) or not np.isfinite(values).all():
+        raise ValueError("a query vector must be 384 finite floats")
+    return "[" + ",".join(f"{x:.8g}" for x in values.tolist()) + f"]::FLOAT[{DIM}]"
+
+
 class RetrievalQueries:
     # The host class (Store) provides _q, con and transaction().
 
     # -- generation: bumped by every write that changes what retrieval sees --------------
 
+    # DuckDB lets one process at a time open the file, so every write goes through this
+    # Store: the generation can be read once and then tracked in memory.
+    _generation: int | None = None
+    _pins_cache: tuple[int, list[dict[str, Any]]] | None = None
+
     def generation(self) -> int:
-        return int(self._q("SELECT value FROM meta WHERE key = 'generation'")[0][0])
+        if self._generation is None:
+            self._generation = int(self._q("SELECT value FROM meta WHERE key = 'generation'")[0][0])
+        return self._generation
 
     def bump_generation(self) -> None:
         self._q("UPDATE meta SET value = CAST(CAST(value AS BIGINT) + 1 AS VARCHAR) WHERE key = 'generation'")
+        self._generation = None  # re-read: a rolled-back transaction must not leave it ahead
 
     # -- embeddings ----------------------------------------------------------------------
 
@@ -62,9 +79,40 @@ class RetrievalQueries:
     # -- DuckDB-native dense path (exact scan), kept for comparison and SQL users ---------
 
     def dense_scan(self, model: str, query: np.ndarray, text_hashes: list[str], k: int) -> list[tuple[str, float]]:
-        sql = (f"SELECT text_hash, 1 - array_cosine_distance(vector, ?::FLOAT[{DIM}]) AS sim FROM embeddings "
+        sql = (f"SELECT text_hash, 1 - array_cosine_distance(vector, {vector_literal(query)}) AS sim FROM embeddings "
                "WHERE model = ? AND list_contains(?, text_hash) ORDER BY sim DESC LIMIT ?")
-        return [(h, float(s)) for h, s in self._q(sql, [query.tolist(), model, list(text_hashes), k])]
+        return [(h, float(s)) for h, s in self._q(sql, [model, list(text_hashes), k])]
+
+    def dense_scan_all(self, model: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """Exact top-k over every vector of the model (no scope filter): the benchmark's SQL scan."""
+        sql = (f"SELECT text_hash, 1 - array_cosine_distance(vector, {vector_literal(query)}) AS sim FROM embeddings "
+               "WHERE model = ? ORDER BY sim DESC LIMIT ?")
+        return [(h, float(s)) for h, s in self._q(sql, [model, k])]
+
+    def hnsw_probe(self, model: str, queries: np.ndarray, k: int, exact: list[set[str]]) -> dict[str, Any]:
+        """Measure a VSS HNSW index (build time, query latency, recall against ``exact``) on a
+        temporary copy; HNSW persistence is experimental, so nothing of it is kept."""
+        import time
+
+        self._q("CREATE OR REPLACE TEMP TABLE hnsw_probe AS SELECT text_hash, vector FROM embeddings WHERE model = ?",
+                [model])
+        try:
+            t = time.perf_counter()
+            self._q("CREATE INDEX hnsw_probe_idx ON hnsw_probe USING HNSW (vector) WITH (metric = 'cosine')")
+            build_s = time.perf_counter() - t
+            times, recalls = [], []
+            for q, truth in zip(queries, exact):
+                t = time.perf_counter()
+                rows = self._q(f"SELECT text_hash FROM hnsw_probe ORDER BY array_cosine_distance(vector, "
+                               f"{vector_literal(q)}) LIMIT ?", [k])
+                times.append((time.perf_counter() - t) * 1000)
+                recalls.append(len({r[0] for r in rows} & truth) / max(1, len(truth)))
+        finally:
+            self._q("DROP TABLE IF EXISTS hnsw_probe")
+        arr = np.asarray(times)
+        return {"build_s": round(build_s, 2), "query_ms": {"p50": round(float(np.percentile(arr, 50)), 3),
+                                                            "p95": round(float(np.percentile(arr, 95)), 3)},
+                "recall_at_k_vs_exact": round(float(np.mean(recalls)), 3), "k": k}
 
     # -- authority -------------------------------------------------------------------------
 
@@ -74,13 +122,20 @@ class RetrievalQueries:
         return [(a, b) for a, b in rows]
 
     def put_authority(self, scores: dict[str, tuple[float, int, int]], generation: int) -> None:
+        ids = list(scores)
+        batch = {"id": np.array(ids, dtype=object),
+                 "score": np.array([scores[i][0] for i in ids], dtype=np.float64),
+                 "inl": np.array([scores[i][1] for i in ids], dtype=np.int64),
+                 "outl": np.array([scores[i][2] for i in ids], dtype=np.int64)}
+
+        def insert(auth_batch=batch):  # DuckDB's replacement scan reads ``auth_batch`` from this frame
+            return self.con.execute("INSERT INTO authority SELECT id, score, inl, outl, ? FROM auth_batch",
+                                    [generation])
+
         with self.transaction():
             self._q("DELETE FROM authority")
-            if scores:
-                ids = list(scores)
-                self._q("INSERT INTO authority SELECT unnest(?), unnest(?), unnest(?), unnest(?), ?",
-                        [ids, [scores[i][0] for i in ids], [scores[i][1] for i in ids],
-                         [scores[i][2] for i in ids], generation])
+            if ids:
+                self._guard(insert)
 
     def authority(self) -> tuple[int | None, dict[str, tuple[float, int, int]]]:
         rows = self._q("SELECT fragment_id, score, in_links, out_links, generation FROM authority")
@@ -91,14 +146,15 @@ class RetrievalQueries:
     # -- pins ------------------------------------------------------------------------------
 
     def pins(self, now: datetime | None = None) -> list[dict[str, Any]]:
-        sql = "SELECT fragment_id, scope, pinned_by, pinned_at, reason, until FROM pins"
-        params: list[Any] = []
-        if now is not None:
-            sql += " WHERE until IS NULL OR until > ?"
-            params.append(now)
-        rows = self._q(sql + " ORDER BY pinned_at, fragment_id", params)
-        return [{"fragment_id": r[0], "scope": r[1], "pinned_by": r[2], "pinned_at": r[3], "reason": r[4],
-                 "until": r[5]} for r in rows]
+        """Pins, oldest first; with ``now``, only those that have not expired."""
+        generation = self.generation()
+        if self._pins_cache is None or self._pins_cache[0] != generation:
+            rows = self._q("SELECT fragment_id, scope, pinned_by, pinned_at, reason, until FROM pins "
+                           "ORDER BY pinned_at, fragment_id")
+            self._pins_cache = (generation, [{"fragment_id": r[0], "scope": r[1], "pinned_by": r[2],
+                                              "pinned_at": r[3], "reason": r[4], "until": r[5]} for r in rows])
+        pins = [dict(p) for p in self._pins_cache[1]]
+        return pins if now is None else [p for p in pins if p["until"] is None or p["until"] > now]
 
     def put_pin(self, fragment_id: str, scope: str, by: str, at: datetime, reason: str | None,
                 until: datetime | None) -> None:

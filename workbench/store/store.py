@@ -69,6 +69,8 @@ class Store(RetrievalQueries, FtsQueries):
             yield self
         except BaseException:
             self._depth = 0
+            self._generation = None  # cached state may have seen the rolled-back writes
+            self._pins_cache = None
             try:
                 self.con.execute("ROLLBACK")
             except Exception:
@@ -182,6 +184,25 @@ class Store(RetrievalQueries, FtsQueries):
                         f"origin = coalesce(s.origin, fragments.origin) FROM {source} AS s "
                         "WHERE fragments.id = s.id AND s.version > 1")
                 self.bump_generation()
+
+    def ingested_files(self) -> dict[str, tuple[str, str, str]]:
+        """path → (file hash, fragment id, content hash) of files ingested before."""
+        return {r[0]: (r[1], r[2], r[3]) for r in
+                self._q("SELECT path, file_hash, fragment_id, content_hash FROM ingested_files")}
+
+    def put_ingested_files(self, rows: list[tuple[str, str, str, str]], at: datetime) -> None:
+        if not rows:
+            return
+        import numpy as np
+
+        batch = {name: np.array([r[i] for r in rows], dtype=object)
+                 for i, name in enumerate(("path", "file_hash", "fragment_id", "content_hash"))}
+
+        def insert(files_batch=batch):  # DuckDB's replacement scan reads ``files_batch`` from this frame
+            return self.con.execute("INSERT OR REPLACE INTO ingested_files SELECT path, file_hash, fragment_id, "
+                                    "content_hash, ? FROM files_batch", [at])
+
+        self._guard(insert)
 
     def set_verified(self, fragment_id: str, at: datetime) -> None:
         with self.transaction():

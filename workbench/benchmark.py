@@ -1,0 +1,218 @@
+"""`workbench bench`: a latency benchmark on a synthetic workspace of realistic fragments.
+
+Fragments are recombined from the sample corpus (titles, bodies, identifiers perturbed)
+across 4 orgs × 5 repos × 3 personas, with two years of dates and real links. Vectors
+are made from real MiniLM embeddings of the sample corpus's sections (mean of a
+fragment's sections, renormalised) so a 100k workspace builds in minutes; latency does
+not depend on the vector values. Queries are the golden queries, embedded for real.
+
+It measures our path (bm25s + numpy exact dense) and, in the same run, the
+DuckDB-native path (FTS + exact SQL cosine scan) through the same pipeline, and reports
+p50/p95 per stage, end to end, ingest throughput, re-ingest and rebuild times, and
+peak memory.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import resource
+import shutil
+import tempfile
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import yaml
+
+ORGS, REPOS, PERSONAS = 4, 5, 3
+SAMPLE = Path(__file__).resolve().parent.parent / "sample_corpus"
+
+
+def _pct(values: list[float]) -> dict[str, float]:
+    arr = np.asarray(values, dtype=np.float64)
+    return {"p50": round(float(np.percentile(arr, 50)), 3), "p95": round(float(np.percentile(arr, 95)), 3)}
+
+
+def _config() -> dict[str, Any]:
+    orgs = [{"name": f"org{o}", "repos": [f"repo{r}" for r in range(REPOS)],
+             "personas": [f"persona{p}" for p in range(PERSONAS)]} for o in range(ORGS)]
+    principals = [{"name": f"lead{o}", "orgs": [f"org{o}"], "repos": [f"org{o}/*"], "personas": [f"org{o}/*"],
+                   "lead_of": [f"org=org{o}"]} for o in range(ORGS)]
+    principals.append({"name": "agent", "orgs": ["org0"], "repos": ["org0/repo0", "org0/repo1"],
+                       "personas": ["org0/persona0"]})
+    return {"name": "bench", "default_principal": "lead0", "orgs": orgs, "principals": principals}
+
+
+def synthesize(n: int, out: Path, seed: int = 7) -> list[str]:
+    """Write ``n`` fragment files under ``out``; returns their ids."""
+    from .ingest.files import parse_fragment, render
+    from .models import Content, Scope
+
+    rng = random.Random(seed)
+    templates = [parse_fragment(p.read_text(encoding="utf-8"), file=str(p))
+                 for p in sorted((SAMPLE / "fragments").rglob("*.md"))]
+    templates = [t for t in templates if t.content.status == "active"]
+    ids = [f"bench-{i:06d}" for i in range(n)]
+    start = datetime(2024, 12, 1)
+    digits = re.compile(r"\d{3,4}")
+    out.mkdir(parents=True, exist_ok=True)
+    for i, fid in enumerate(ids):
+        t = templates[i % len(templates)]
+        other = templates[rng.randrange(len(templates))]
+        org = f"org{i % ORGS}"
+        roll = rng.random()
+        scope = Scope(org, repo=f"repo{rng.randrange(REPOS)}" if roll < 0.6 else None,
+                      persona=f"persona{rng.randrange(PERSONAS)}" if 0.45 < roll < 0.75 else None)
+        paragraph = other.content.body.split("\n\n")[rng.randrange(max(1, other.content.body.count("\n\n") + 1))]
+        body = digits.sub(lambda m: str(rng.randrange(10 ** (len(m.group(0)) - 1), 10 ** len(m.group(0)))),
+                          t.content.body) + "\n\n" + paragraph
+        links = tuple(ids[j] for j in {rng.randrange(n) for _ in range(rng.randrange(4))} if j != i)
+        details = t.content.details
+        content = Content(kind=t.content.kind, title=f"{t.content.title} ({scope.repo or org} #{i})", body=body,
+                          scope=scope, owner=f"lead{i % ORGS}", tags=t.content.tags, links=links,
+                          details=details)
+        updated = start + timedelta(days=rng.randrange(0, 720), minutes=rng.randrange(1440))
+        (out / f"{fid}.md").write_text(render(fid, content, created=updated - timedelta(days=30), updated=updated),
+                                       encoding="utf-8")
+    return ids
+
+
+def _section_pool(embedder) -> list[np.ndarray]:
+    from .retrieval.text import sections
+
+    texts = []
+    for path in sorted((SAMPLE / "fragments").rglob("*.md")):
+        from .ingest.files import parse_fragment
+
+        body = parse_fragment(path.read_text(encoding="utf-8"), file=str(path)).content.body
+        texts.extend(s.text for s in sections(body))
+    return list(embedder.encode(texts[:600]))
+
+
+def seed_vectors(wb, pool: list[np.ndarray], seed: int = 7) -> None:
+    """Give every indexed text a vector made from real section embeddings (see module doc)."""
+    rng = np.random.default_rng(seed)
+    index = wb.search_index()
+    have = set(wb.store.embeddings(wb.embedder.name, None)) if index.hashes else set()
+    todo = [h for h in dict.fromkeys(index.hashes) if h not in have]
+    pool_arr = np.stack(pool)
+    for start in range(0, len(todo), 20000):
+        chunk = todo[start:start + 20000]
+        picks = rng.integers(0, len(pool_arr), size=(len(chunk), 3))
+        vecs = pool_arr[picks].mean(axis=1) + rng.normal(0, 0.01, size=(len(chunk), pool_arr.shape[1]))
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        wb.store.put_embeddings(wb.embedder.name, chunk, vecs.astype(np.float32))
+
+
+def run(n: int, *, queries: int = 100, workdir: Path | None = None, progress: Callable[[str], None] | None = None,
+        keep: bool = False) -> dict[str, Any]:
+    from .service import Workbench
+
+    say = progress or (lambda msg: None)
+    root = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="workbench-bench-"))
+    try:
+        files, ws = root / "files", root / "ws"
+        ws.mkdir(parents=True, exist_ok=True)
+        (ws / "workbench.yaml").write_text(yaml.safe_dump(_config(), sort_keys=False), encoding="utf-8")
+        say(f"writing {n} synthetic fragment files")
+        synthesize(n, files)
+        golden = yaml.safe_load((SAMPLE / "golden.yaml").read_text(encoding="utf-8"))["queries"]
+        texts = [q["query"] for q in golden][:queries]
+        with Workbench.open(ws) as wb:
+            say("ingest")
+            t = time.perf_counter()
+            report = wb.ingest([files])
+            ingest_s = time.perf_counter() - t
+            assert not report.errors, report.errors[:3]
+            t = time.perf_counter()
+            wb.ingest([files])
+            reingest_s = time.perf_counter() - t
+            say("vectors")
+            seed_vectors(wb, _section_pool(wb.embedder))
+            t = time.perf_counter()
+            index = wb.search_index()
+            index.vectors()
+            index.lexical("bm25s")
+            index_build_s = time.perf_counter() - t
+            say("queries")
+            wb.search("warm up", principal="agent", trace=False)
+            ours = _measure(wb, texts, lexical="bm25s", dense="numpy")
+            say("baseline (DuckDB FTS + exact SQL scan)")
+            wb.search("warm up", principal="agent", lexical="duckdb-fts", dense="duckdb", trace=False)
+            base = _measure(wb, texts, lexical="duckdb-fts", dense="duckdb")
+            say("one edit, one rebuild")
+            first = wb.list(principal="lead0")[0]
+            wb.edit(first.id, first.body + "\n\nEdited for the benchmark.", reason="bench", actor="lead0")
+            t = time.perf_counter()
+            rebuilt = wb.search_index()
+            rebuild_index_ms = (time.perf_counter() - t) * 1000
+            t = time.perf_counter()
+            rebuilt.lexical("bm25s")
+            lexical_rebuild_ms = (time.perf_counter() - t) * 1000
+            dense_paths = dense_comparison(rebuilt, wb, n)
+        ours_p50, base_p50 = ours["search_ms"]["p50"], base["search_ms"]["p50"]
+        return {
+            "fragments": n, "queries": len(texts), "principal": "agent", "visible_share": ours["visible_share"],
+            "search_ms": ours["search_ms"], "stages_ms": ours["stages_ms"],
+            "baseline_search_ms": base["search_ms"], "baseline_stages_ms": base["stages_ms"],
+            "speedup_p50": round(base_p50 / ours_p50, 2) if ours_p50 else None,
+            "ingest_fragments_per_s": round(n / ingest_s, 1), "ingest_s": round(ingest_s, 2),
+            "reingest_unchanged_s": round(reingest_s, 2), "index_build_s": round(index_build_s, 2),
+            "edit_rebuild_index_ms": round(rebuild_index_ms, 1), "lexical_rebuild_ms": round(lexical_rebuild_ms, 1),
+            "dense_paths": dense_paths,
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        }
+    finally:
+        if not keep and workdir is None:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _measure(wb, texts: list[str], *, lexical: str, dense: str) -> dict[str, Any]:
+    from .retrieval.compose import compose
+    from .retrieval.embedder import count_tokens, count_tokens_many
+
+    totals, stages = [], {"embed": [], "lexical": [], "dense": [], "fusion": [], "compose": []}
+    index = wb.search_index()
+    visible = float(index.visible(wb.principal("agent")).mean()) if index.ids else 0.0
+    for text in texts:
+        t = time.perf_counter()
+        result = wb.search(text, principal="agent", lexical=lexical, dense=dense)
+        totals.append((time.perf_counter() - t) * 1000)
+        for name in ("embed", "lexical", "dense", "fusion"):
+            stages[name].append(result.stages_ms.get(name, 0.0))
+        t = time.perf_counter()
+        compose([], result.hits, result.avoid, budget=3200, query=text, count=count_tokens,
+                count_many=count_tokens_many)
+        stages["compose"].append((time.perf_counter() - t) * 1000)
+    return {"search_ms": _pct(totals), "stages_ms": {k: _pct(v) for k, v in stages.items()},
+            "visible_share": round(visible, 3)}
+
+
+def dense_comparison(index, wb, n: int, k: int = 100, trials: int = 30) -> dict[str, Any]:
+    """Exact numpy scan vs DuckDB exact SQL scan vs (for n <= 20000) VSS HNSW, with recall vs exact."""
+    vectors = index.vectors()
+    rng = np.random.default_rng(3)
+    qs = vectors[rng.integers(0, len(vectors), size=trials)] + rng.normal(0, 0.05, size=(trials, vectors.shape[1]))
+    qs = (qs / np.linalg.norm(qs, axis=1, keepdims=True)).astype(np.float32)
+    out: dict[str, Any] = {}
+    times, exact = [], []
+    for q in qs:
+        t = time.perf_counter()
+        sims = vectors @ q
+        top = np.argpartition(-sims, k)[:k]
+        times.append((time.perf_counter() - t) * 1000)
+        exact.append({index.hashes[i] for i in top})
+    out["numpy_exact_ms"] = _pct(times)
+    times = []
+    for q in qs:
+        t = time.perf_counter()
+        wb.store.dense_scan_all(wb.embedder.name, q, k)
+        times.append((time.perf_counter() - t) * 1000)
+    out["duckdb_exact_ms"] = _pct(times)
+    if n <= 20000:
+        out["hnsw"] = wb.store.hnsw_probe(wb.embedder.name, qs, k, exact)
+    out["chosen"] = "numpy exact (fastest, exact, scope-filtered before top-k)"
+    return out
