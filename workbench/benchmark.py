@@ -80,7 +80,7 @@ def synthesize(n: int, out: Path, seed: int = 7) -> list[str]:
     return ids
 
 
-def _section_pool(embedder) -> list[np.ndarray]:
+def _section_pool(embedder, size: int = 600) -> list[np.ndarray]:
     from .retrieval.text import sections
 
     texts = []
@@ -89,7 +89,7 @@ def _section_pool(embedder) -> list[np.ndarray]:
 
         body = parse_fragment(path.read_text(encoding="utf-8"), file=str(path)).content.body
         texts.extend(s.text for s in sections(body))
-    return list(embedder.encode(texts[:600]))
+    return list(embedder.encode(texts[:size]))
 
 
 def seed_vectors(wb, pool: list[np.ndarray], seed: int = 7) -> None:
@@ -131,7 +131,7 @@ def run(n: int, *, queries: int = 100, workdir: Path | None = None, progress: Ca
             wb.ingest([files])
             reingest_s = time.perf_counter() - t
             say("vectors")
-            seed_vectors(wb, _section_pool(wb.embedder))
+            seed_vectors(wb, _section_pool(wb.embedder, size=min(600, max(32, n // 4))))
             t = time.perf_counter()
             index = wb.search_index()
             index.vectors()

@@ -47,6 +47,10 @@ class PermissionDenied(UserError):
     """The principal may not do this in this scope."""
 
 
+class SecretFound(UserError):
+    """The text holds a credential; nothing is stored without --allow-secret."""
+
+
 class WorkspaceBusy(UserError):
     """Another process holds the workspace's write lock."""
 

@@ -251,10 +251,14 @@ class IngestReport:
     unchanged: list[str] = field(default_factory=list)
     errors: list[dict[str, str]] = field(default_factory=list)
     warnings: list[dict[str, str]] = field(default_factory=list)
+    archived: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"added": len(self.added), "updated": len(self.updated), "unchanged": len(self.unchanged),
+        data = {"added": len(self.added), "updated": len(self.updated), "unchanged": len(self.unchanged),
                 "errors": list(self.errors), "warnings": list(self.warnings)}
+        if self.archived:
+            data["archived"] = len(self.archived)
+        return data
 
 
 def _iso(value: datetime | None) -> str | None:

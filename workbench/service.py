@@ -16,15 +16,17 @@ from typing import Iterable
 from .config import CONFIG_NAME, DB_NAME, DEFAULT_CONFIG, WorkspaceConfig, resolve_workspace
 from .errors import NotFound, PermissionDenied, UserError, ValidationError, WorkspaceMissing
 from .ingest.files import normalise_body, parse_fragment, render_fragment
-from .ingest.importer import Progress, check_semantics, ingest_files
+from .ingest.importer import Progress, check_semantics, guard_secrets, ingest_files
 from .models import Content, Fragment, IngestReport, Principal, Scope, Version
 from .store import Store
-from .service_curate import CurateMixin
+from .service_curate import CurateMixin, GraphMixin
+from .service_git import GitMixin
+from .service_stale import StaleMixin
 from .service_retrieval import EvalMixin, RetrievalMixin
 from .store.store import utcnow
 
 
-class Workbench(RetrievalMixin, EvalMixin, CurateMixin):
+class Workbench(RetrievalMixin, EvalMixin, CurateMixin, GraphMixin, StaleMixin, GitMixin):
     """An open workspace. Use ``Workbench.open(path)``; close it (or use ``with``) when done."""
 
     def __init__(self, root: Path, config: WorkspaceConfig, store: Store):
@@ -140,10 +142,18 @@ class Workbench(RetrievalMixin, EvalMixin, CurateMixin):
     # -- writes -----------------------------------------------------------------------
 
     def ingest(self, paths: Iterable[str | Path], *, actor: str | None = None, reason: str | None = None,
-               progress: Progress | None = None) -> IngestReport:
+               progress: Progress | None = None, allow_secret: bool = False) -> IngestReport:
         if actor is not None:
             self.principal(actor)
-        return ingest_files(self.store, self.config, paths, actor=actor, reason=reason, progress=progress)
+        report = ingest_files(self.store, self.config, paths, actor=actor, reason=reason, progress=progress,
+                              allow_secret=allow_secret)
+        changed = report.added + report.updated
+        if changed:  # near-duplicates are reported at ingest (``dedupe`` lists them all)
+            for pair in self.dedupe(principal=False, only=changed):
+                report.warnings.append({"file": pair["b"] if pair["b"] in changed else pair["a"],
+                                        "message": f"near-duplicate: {pair['a']} and {pair['b']} "
+                                                   f"(SimHash distance {pair['distance']}); see `workbench dedupe`"})
+        return report
 
     def _write(self, fragment_id: str, content: Content, *, actor: Principal, reason: str) -> Fragment:
         if not reason or not reason.strip():
@@ -157,7 +167,7 @@ class Workbench(RetrievalMixin, EvalMixin, CurateMixin):
         return self.store.get(fragment_id)
 
     def edit(self, fragment_id: str, text: str, *, reason: str, actor: str | Principal | None = None,
-             file: str = "<edit>") -> Fragment:
+             file: str = "<edit>", allow_secret: bool = False) -> Fragment:
         """Replace the body (plain markdown) or the whole fragment (front matter + body)."""
         who = self.principal(actor)
         current = self.get(fragment_id, principal=who)
@@ -174,7 +184,12 @@ class Workbench(RetrievalMixin, EvalMixin, CurateMixin):
             if not body and current.kind != "anti-pattern":
                 raise ValidationError("is empty", file=file, field="body")
             content = replace(current.content, body=body)
-        return self._write(fragment_id, content, actor=who, reason=reason)
+        overrides: list[dict[str, str]] = []
+        guard_secrets(text, file=file, allow=allow_secret, overrides=overrides)
+        with self.store.transaction():
+            for override in overrides:
+                self.store.add_event("allow-secret", actor=who.name, fragment_id=fragment_id, detail=override)
+            return self._write(fragment_id, content, actor=who, reason=reason)
 
     def revert(self, fragment_id: str, to: int, *, actor: str | Principal | None = None,
                reason: str | None = None) -> Fragment:

@@ -28,12 +28,18 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true", help="replace an existing workbench.yaml")
     json_opt(p)
 
-    p = cmd("ingest", "Import fragment files (markdown with YAML front matter) from files or folders.")
-    p.add_argument("paths", nargs="+", metavar="PATH", help="fragment files or folders of them")
+    p = cmd("ingest", "Import fragment files (markdown with YAML front matter), or a git repository with --git.")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="fragment files or folders of them")
+    p.add_argument("--git", metavar="REPO_PATH", help="ingest markdown and code from this git repository instead")
+    p.add_argument("--include", nargs="+", metavar="GLOB", help="with --git: only files matching these globs")
+    p.add_argument("--scope", help="with --git: the scope of its fragments (default: the org declaring the repo)")
+    p.add_argument("--owner", help="with --git: owner when neither CODEOWNERS nor the last author is a principal")
     p.add_argument("--as", dest="principal", metavar="PRINCIPAL",
                    help="record this principal as the author of new versions (default: each fragment's owner)")
     p.add_argument("--reason", help="reason recorded on new versions (default: 'ingest FILE')")
     p.add_argument("--progress", action="store_true", help="report progress on stderr")
+    p.add_argument("--allow-secret", action="store_true",
+                   help="store fragments even if they contain a credential (the override is recorded)")
     json_opt(p)
 
     p = cmd("list", "List the fragments a principal can see.")
@@ -69,6 +75,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("id")
     p.add_argument("--file", required=True, metavar="F", help="fragment file or markdown body ('-' for stdin)")
     p.add_argument("--reason", help="why this change (required)")
+    p.add_argument("--allow-secret", action="store_true",
+                   help="store the change even if it contains a credential (the override is recorded)")
     as_opt(p, required=True)
     json_opt(p)
 
@@ -118,9 +126,17 @@ def _ingest(args):
     def progress(stage: str, done: int, total: int) -> None:
         print(f"ingest: {stage} {done}/{total}", file=sys.stderr, flush=True)
 
+    from ..errors import UserError
+
+    if bool(args.git) == bool(args.paths):
+        raise UserError("give fragment PATHs, or --git REPO_PATH (one or the other)")
     with _open(args) as wb:
-        report = wb.ingest(args.paths, actor=args.principal, reason=args.reason,
-                           progress=progress if args.progress else None)
+        if args.git:
+            report = wb.ingest_git(args.git, include=args.include, scope=args.scope, actor=args.principal,
+                                   owner=args.owner, allow_secret=args.allow_secret)
+        else:
+            report = wb.ingest(args.paths, actor=args.principal, reason=args.reason,
+                               progress=progress if args.progress else None, allow_secret=args.allow_secret)
     data = report.to_dict()
     if args.json:
         emit_json(data)
@@ -131,7 +147,7 @@ def _ingest(args):
         for warn in data["warnings"]:
             print(f"warning: {warn['file']}: {warn['message']}", file=sys.stderr)
         print(f"added {data['added']}, updated {data['updated']}, unchanged {data['unchanged']}, "
-              f"errors {len(data['errors'])}")
+              + (f"archived {data['archived']}, " if data.get("archived") else "") + f"errors {len(data['errors'])}")
     return 2 if data["errors"] else 0
 
 
@@ -212,7 +228,8 @@ def _edit(args):
     except (OSError, UnicodeDecodeError) as e:
         raise UserError(f"cannot read {args.file}: {e}") from e
     with _open(args) as wb:
-        _changed(args, wb.edit(args.id, text, reason=args.reason, actor=args.principal, file=args.file))
+        _changed(args, wb.edit(args.id, text, reason=args.reason, actor=args.principal, file=args.file,
+                               allow_secret=args.allow_secret))
 
 
 @command("revert")

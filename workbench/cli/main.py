@@ -32,7 +32,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from .commands import add_commands
-    from .curate_commands import add_curate_commands
+    from .curate_commands import add_curate_commands, add_more_curate_commands
     from .retrieval_commands import add_bench_command, add_retrieval_commands
 
     parser = _Parser(prog="workbench", description="A local-first knowledge workbench for curating what "
@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_commands(sub)
     add_retrieval_commands(sub)
     add_curate_commands(sub)
+    add_more_curate_commands(sub)
     add_bench_command(sub)
     return parser
 

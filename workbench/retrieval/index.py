@@ -156,7 +156,7 @@ def build(store, embedder, previous: SearchIndex | None = None, progress: Callab
     fragments = store.fragments(status="active")
     stored_gen, authority = store.authority()
     if stored_gen != generation:
-        authority = pagerank([f.id for f in fragments], store.links())
+        authority = pagerank([f.id for f in fragments], store.links(), source_edges=store.source_edges())
         store.put_authority(authority, generation)
     index = SearchIndex(fragments, generation, store, embedder, authority, progress)
     index.adopt_vectors(previous)

@@ -121,6 +121,12 @@ class RetrievalQueries:
         rows = self._q("SELECT id, unnest(list_concat(links, supersedes)) FROM fragments WHERE status = 'active'")
         return [(a, b) for a, b in rows]
 
+    def source_edges(self) -> list[tuple[str, str]]:
+        """(fragment, "source:REPO/PATH") for every source pointer of an active fragment."""
+        rows = self._q("SELECT id, s->>'repo', s->>'path' FROM (SELECT id, unnest(from_json(sources, '[\"json\"]')) "
+                       "AS s FROM fragments WHERE status = 'active')")
+        return [(fid, f"source:{repo or '-'}/{path}") for fid, repo, path in rows]
+
     def put_authority(self, scores: dict[str, tuple[float, int, int]], generation: int) -> None:
         ids = list(scores)
         batch = {"id": np.array(ids, dtype=object),

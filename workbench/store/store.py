@@ -14,6 +14,7 @@ from ..errors import StoreError
 from ..models import Content, Fragment, Scope, Version
 from . import migrations
 from .connect import connect
+from .curation import CurationQueries
 from .fts import FtsQueries
 from .retrieval import RetrievalQueries
 
@@ -25,7 +26,7 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
-class Store(RetrievalQueries, FtsQueries):
+class Store(RetrievalQueries, FtsQueries, CurationQueries):
     """One open workspace database."""
 
     def __init__(self, path: Path, *, read_only: bool = False, lock_timeout: float | None = None):
@@ -112,6 +113,11 @@ class Store(RetrievalQueries, FtsQueries):
         """id → (content hash, version, updated_at, verified_at), for change detection."""
         rows = self._q("SELECT id, content_hash, version, updated_at, verified_at FROM fragments")
         return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
+
+    def origins(self, *, prefix: str) -> dict[str, str]:
+        """id → origin (file path, or git:REPO:PATH) of fragments whose origin starts with ``prefix``."""
+        rows = self._q("SELECT id, origin FROM fragments WHERE starts_with(coalesce(origin, ''), ?)", [prefix])
+        return {r[0]: r[1] for r in rows}
 
     def ids(self) -> set[str]:
         return {r[0] for r in self._q("SELECT id FROM fragments")}

@@ -1,0 +1,109 @@
+"""The staleness half of ``Workbench``: stale, nudge, verify, snooze."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from .curate.drift import find_drift
+from .curate.staleness import StaleItem, digest, find_stale
+from .errors import PermissionDenied, UserError
+from .models import Principal
+from .store.store import utcnow
+
+NUDGE_COOLDOWN_DAYS = 14
+
+
+@dataclass
+class NudgeReport:
+    nudged: dict[str, list[str]] = field(default_factory=dict)   # owner → fragment ids nudged now
+    skipped: int = 0                                               # still cooling down
+    digests: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"nudged": self.nudged, "nudges": sum(len(v) for v in self.nudged.values()),
+                "owners": len(self.nudged), "skipped_cooldown": self.skipped, "digests": self.digests}
+
+
+class StaleMixin:
+    def stale(self, *, days: int = 180, now: datetime | None = None,
+              principal: str | Principal | None = None) -> list[StaleItem]:
+        """Fragments not edited or verified for ``days`` (or whose code drifted), most used first."""
+        if days < 1:
+            raise UserError("--days must be a positive number of days")
+        who = self.principal(principal) if principal is not None else None
+        now = now or utcnow()
+        fragments = self.store.fragments(status="active")
+        if who is not None:
+            fragments = [f for f in fragments if who.can_see(f.scope, owner=f.owner)]
+        return find_stale(fragments, now=now, days=days,
+                          traces=self.store.trace_counts(now - timedelta(days=days)),
+                          in_degree=self.store.in_degrees(), snoozed=self.store.snoozes(),
+                          drift=find_drift(fragments, self.store.git_repos()))
+
+    def nudge(self, *, days: int = 180, cooldown_days: int = NUDGE_COOLDOWN_DAYS,
+              now: datetime | None = None) -> NudgeReport:
+        """Record one nudge per owner per stale fragment (none again within the cooldown) and
+        write one markdown digest per nudged owner into the workspace outbox. Safe under cron."""
+        if cooldown_days < 0:
+            raise UserError("--cooldown must not be negative")
+        now = now or utcnow()
+        items = self.stale(days=days, now=now)
+        last = self.store.last_nudges()
+        report = NudgeReport()
+        due: dict[str, list[StaleItem]] = {}
+        for item in items:
+            owner = item.fragment.owner
+            previous = last.get((item.fragment.id, owner))
+            if previous is not None and now - previous < timedelta(days=cooldown_days):
+                report.skipped += 1
+                continue
+            due.setdefault(owner, []).append(item)
+        if not due:
+            return report
+        outbox = Path(self.root) / "outbox" / now.strftime("%Y-%m-%d")
+        outbox.mkdir(parents=True, exist_ok=True)
+        with self.store.transaction():
+            self.store.add_nudges([(i.fragment.id, owner, now, "; ".join(i.reasons))
+                                   for owner, owned in due.items() for i in owned])
+            for owner, owned in sorted(due.items()):
+                path = outbox / f"{owner}.md"
+                tmp = path.with_suffix(".md.tmp")
+                tmp.write_text(digest(owner, owned, now=now, workspace=self.config.name), encoding="utf-8")
+                tmp.replace(path)
+                report.nudged[owner] = [i.fragment.id for i in owned]
+                report.digests.append(str(path))
+            self.store.add_event("nudge", detail={"owners": len(due), "nudges": sum(map(len, due.values()))})
+        return report
+
+    def verify(self, fragment_id: str, *, actor: str | Principal | None = None, note: str | None = None,
+               now: datetime | None = None):
+        """The owner says the fragment is still true: resets its staleness clock (recorded)."""
+        who = self.principal(actor)
+        fragment = self.get(fragment_id, principal=who)
+        if fragment.owner != who.name:
+            raise PermissionDenied(f"only the owner ({fragment.owner}) may verify {fragment_id}")
+        now = now or utcnow()
+        with self.store.transaction():
+            self.store.set_verified(fragment_id, now)
+            self.store.clear_snooze(fragment_id)
+            self.store.add_event("verify", actor=who.name, fragment_id=fragment_id, detail={"note": note}, at=now)
+        return self.store.get(fragment_id)
+
+    def snooze(self, fragment_id: str, *, days: int, actor: str | Principal | None = None,
+               now: datetime | None = None) -> datetime:
+        """Hide a fragment from the stale list for ``days`` (owner only, recorded)."""
+        who = self.principal(actor)
+        if days is None or days <= 0:
+            raise UserError("--days must be a positive number of days")
+        fragment = self.get(fragment_id, principal=who)
+        if fragment.owner != who.name:
+            raise PermissionDenied(f"only the owner ({fragment.owner}) may snooze {fragment_id}")
+        now = now or utcnow()
+        until = now + timedelta(days=days)
+        with self.store.transaction():
+            self.store.put_snooze(fragment_id, until, who.name, now)
+            self.store.add_event("snooze", actor=who.name, fragment_id=fragment_id, detail={"days": days}, at=now)
+        return until
