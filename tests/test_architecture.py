@@ -44,3 +44,10 @@ def test_modules_stay_small():
     big = {str(p.relative_to(ROOT)): n for p in (ROOT / "workbench").rglob("*.py")
            if (n := len(p.read_text().splitlines())) > 500}
     assert big == {}
+
+
+def test_no_unused_imports_or_undefined_names():
+    ruff = Path(sys.executable).parent / "ruff"
+    r = subprocess.run([str(ruff), "check", "--select", "F,E9", "workbench", "tests"], cwd=ROOT,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -16,7 +16,7 @@ def test_bench_reports_the_documented_fields(cli):
     assert {"fragments", "search_ms", "stages_ms", "baseline_search_ms", "speedup_p50", "ingest_fragments_per_s",
             "peak_rss_mb"} <= set(data)
     assert set(data["stages_ms"]) == {"embed", "lexical", "dense", "fusion", "compose"}
-    assert data["fragments"] == 60 and data["search_ms"]["p50"] > 0 and data["dense_paths"]["hnsw"]["k"] == 100
+    assert data["fragments"] == 60 and data["search_ms"]["p50"] > 0 and data["dense_paths"]["hnsw"]["k"] == 59
 
 
 def test_bench_rejects_nonsense(cli):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import CONFIG, SAMPLE
+from conftest import CONFIG
 from workbench import Workbench
 
 

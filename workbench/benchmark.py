@@ -194,6 +194,7 @@ def _measure(wb, texts: list[str], *, lexical: str, dense: str) -> dict[str, Any
 def dense_comparison(index, wb, n: int, k: int = 100, trials: int = 30) -> dict[str, Any]:
     """Exact numpy scan vs DuckDB exact SQL scan vs (for n <= 20000) VSS HNSW, with recall vs exact."""
     vectors = index.vectors()
+    k = min(k, len(vectors) - 1)
     rng = np.random.default_rng(3)
     qs = vectors[rng.integers(0, len(vectors), size=trials)] + rng.normal(0, 0.05, size=(trials, vectors.shape[1]))
     qs = (qs / np.linalg.norm(qs, axis=1, keepdims=True)).astype(np.float32)

@@ -7,7 +7,7 @@ from datetime import datetime
 from .curate.pins import Pin, check_pin, from_row
 from .errors import NotFound, PermissionDenied, UserError
 from .ingest.files import parse_timestamp
-from .models import Principal, Scope
+from .models import Fragment, Principal, Scope
 from .store.store import utcnow
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any, Callable
+from typing import Callable
 
 Handler = Callable[[argparse.Namespace], int | None]
 _COMMANDS: dict[str, Handler] = {}
