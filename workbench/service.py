@@ -109,6 +109,20 @@ class Workbench(RetrievalMixin, EvalMixin, CurateMixin, GraphMixin, StaleMixin, 
                                     status=None if include_archived else "active")
         return [f for f in rows if who.can_see(f.scope, owner=f.owner)]
 
+    def browse(self, *, principal: str | Principal | None = None, owner: str | None = None,
+               kind: str | None = None, scope: Scope | str | None = None, stale_only: bool = False,
+               include_archived: bool = False, now=None) -> list:
+        """Light rows (no bodies) for browsing, with stale and pin badges, scope-filtered."""
+        from .browse import summaries
+
+        who = self.principal(principal)
+        within = Scope.parse(scope) if isinstance(scope, str) else scope
+        now = now or utcnow()
+        pinned = {p["fragment_id"] for p in self.store.pins(now=now)}
+        rows = summaries(self.store.summaries(), who, pinned=pinned, now=now, include_archived=include_archived)
+        return [r for r in rows if (owner is None or r.owner == owner) and (kind is None or r.kind == kind)
+                and (within is None or within.contains(r.scope)) and (not stale_only or r.stale)]
+
     def get(self, fragment_id: str, *, version: int | None = None,
             principal: str | Principal | None = None) -> Fragment:
         who = self.principal(principal)
@@ -216,8 +230,23 @@ class Workbench(RetrievalMixin, EvalMixin, CurateMixin, GraphMixin, StaleMixin, 
     def restore(self, fragment_id: str, *, actor: str | Principal | None = None, reason: str) -> Fragment:
         return self.set_status(fragment_id, "active", actor=actor, reason=reason)
 
-    def export_files(self, out: str | Path, *, force: bool = False) -> list[Path]:
-        """Write every fragment (archived too) as a fragment file: ORG/ID.md under ``out``."""
+    def export_files(self, out: str | Path, *, force: bool = False, scope: Scope | str | None = None,
+                     principal: str | Principal | None = None, progress: Progress | None = None) -> list[Path]:
+        """Write fragments (archived too) as fragment files, ORG/REPO/ID.md under ``out``: every
+        fragment, or those within ``scope`` that ``principal`` may see."""
         from .export.files import export_files
 
-        return export_files(self.store.fragments(), Path(out), force=force)
+        return export_files(self._export_selection(scope, principal), Path(out), force=force, progress=progress)
+
+    def preview_files(self, *, scope: Scope | str | None = None, principal: str | Principal | None = None
+                      ) -> list[tuple[str, str]]:
+        """(relative path, text) of what ``export_files`` would write, without writing."""
+        from .export.files import planned
+
+        return planned(self._export_selection(scope, principal))
+
+    def _export_selection(self, scope, principal) -> list[Fragment]:
+        within = Scope.parse(scope) if isinstance(scope, str) else scope
+        who = self.principal(principal) if principal is not None else None
+        return [f for f in self.store.fragments() if (within is None or within.contains(f.scope))
+                and (who is None or who.can_see(f.scope, owner=f.owner))]

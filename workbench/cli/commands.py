@@ -94,9 +94,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         as_opt(p, required=True)
         json_opt(p)
 
-    p = cmd("export-files", "Write every fragment back to fragment files (round-trips through ingest).")
+    p = cmd("export-files", "Write fragments back to fragment files (round-trips through ingest).")
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--force", action="store_true", help="write into a non-empty folder")
+    p.add_argument("--scope", help="only fragments within this scope (default: every fragment)")
+    p.add_argument("--as", dest="principal", metavar="PRINCIPAL",
+                   help="only fragments this principal may see (default: every fragment)")
     json_opt(p)
 
     p = cmd("info", "Show the workspace location, schema version and counts.")
@@ -253,7 +256,7 @@ def _restore(args):
 @command("export-files")
 def _export_files(args):
     with _open(args) as wb:
-        written = wb.export_files(args.dir, force=args.force)
+        written = wb.export_files(args.dir, force=args.force, scope=args.scope, principal=args.principal)
     if args.json:
         emit_json({"dir": str(Path(args.dir).resolve()), "files": len(written)})
     else:

@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .commands import add_commands
     from .curate_commands import add_curate_commands, add_more_curate_commands
     from .retrieval_commands import add_bench_command, add_retrieval_commands
+    from .tui_commands import add_tui_commands
 
     parser = _Parser(prog="workbench", description="A local-first knowledge workbench for curating what "
                      "AI agents know: versioned, scoped, owned fragments; pins; hybrid retrieval; exports.")
@@ -46,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_curate_commands(sub)
     add_more_curate_commands(sub)
     add_bench_command(sub)
+    add_tui_commands(sub)
     return parser
 
 
@@ -59,9 +61,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not args.command:
-        parser.print_help()
-        return 0
-    from . import commands, curate_commands, retrieval_commands  # noqa: F401  (register handlers)
+        if argv is None and sys.stdin.isatty() and sys.stdout.isatty():
+            args.command, args.principal = "tui", None  # `workbench` alone on a terminal opens the TUI
+        else:
+            parser.print_help()
+            return 0
+    from . import commands, curate_commands, retrieval_commands, tui_commands  # noqa: F401  (register handlers)
     from ..errors import WorkbenchError
 
     try:

@@ -13,17 +13,9 @@ def emit_json(data: Any) -> None:
 
 
 def age(ts: datetime | None, now: datetime | None = None) -> str:
-    if ts is None:
-        return "-"
-    now = now or datetime.utcnow()
-    days = (now - ts).days
-    if days < 1:
-        return "today"
-    if days < 60:
-        return f"{days}d"
-    if days < 730:
-        return f"{days // 30}mo"
-    return f"{days // 365}y"
+    from ..browse import age as _age
+
+    return _age(ts, now or datetime.utcnow())
 
 
 def table(headers: list[str], rows: Iterable[list[str]], *, max_width: int = 60) -> str:

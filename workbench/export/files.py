@@ -9,18 +9,25 @@ from ..ingest.files import render_fragment
 from ..models import Fragment
 
 
-def export_files(fragments: list[Fragment], out: Path, *, force: bool = False) -> list[Path]:
+def planned(fragments: list[Fragment]) -> list[tuple[str, str]]:
+    """(relative path, text) for each fragment, as ``export_files`` writes them."""
+    return [(f"{f.scope.org}/{f.scope.repo or '_org'}/{f.id}.md", render_fragment(f)) for f in fragments]
+
+
+def export_files(fragments: list[Fragment], out: Path, *, force: bool = False, progress=None) -> list[Path]:
     if out.exists() and not out.is_dir():
         raise UserError(f"{out} is not a folder")
     if out.is_dir() and any(out.iterdir()) and not force:
         raise UserError(f"{out} is not empty (use --force to write into it)")
     written = []
-    for fragment in fragments:
-        folder = out / fragment.scope.org / (fragment.scope.repo or "_org")
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{fragment.id}.md"
+    plan = planned(fragments)
+    for done, (relative, text) in enumerate(plan, start=1):
+        path = out / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".md.tmp")
-        tmp.write_text(render_fragment(fragment), encoding="utf-8")
+        tmp.write_text(text, encoding="utf-8")
         tmp.replace(path)
         written.append(path)
+        if progress and (done % 50 == 0 or done == len(plan)):
+            progress("export", done, len(plan))
     return written

@@ -109,6 +109,12 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries):
             sql += " WHERE " + " AND ".join(where)
         return [_fragment(r) for r in self._q(sql + " ORDER BY id", params)]
 
+    def summaries(self) -> list[tuple]:
+        """Light rows for browsing: (id, kind, title, owner, org, repo, persona, session, status,
+        updated_at, verified_at), without bodies or JSON columns."""
+        return self._q("SELECT id, kind, title, owner, org, repo, persona, session, status, updated_at, verified_at "
+                       "FROM fragments ORDER BY id")
+
     def hashes(self) -> dict[str, tuple[str, int, datetime, datetime | None]]:
         """id → (content hash, version, updated_at, verified_at), for change detection."""
         rows = self._q("SELECT id, content_hash, version, updated_at, verified_at FROM fragments")

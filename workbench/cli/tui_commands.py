@@ -1,0 +1,50 @@
+"""Command definitions for the TUI: `tui` (and `workbench` alone, on a terminal) and `serve`."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+from .main import command
+
+
+def add_tui_commands(sub: argparse._SubParsersAction) -> None:
+    help = "Open the terminal UI on the workspace (also what `workbench` alone does on a terminal)."
+    p = sub.add_parser("tui", help=help, description=help)
+    p.add_argument("--as", dest="principal", metavar="USER",
+                   help="act as this principal (default: $WORKBENCH_PRINCIPAL, else default_principal)")
+    help = "Serve the same terminal UI in a browser through textual-serve, bound to 127.0.0.1."
+    p = sub.add_parser("serve", help=help, description=help)
+    p.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (default 8000)")
+    p.add_argument("--as", dest="principal", metavar="USER", help="the principal the served UI acts as")
+
+
+@command("tui")
+def _tui(args):
+    from ..tui.app import run
+
+    run(args.workspace, args.principal)
+
+
+@command("serve")
+def _serve(args):
+    from pathlib import Path
+
+    from textual_serve.server import Server
+
+    from ..config import resolve_workspace
+    from ..errors import UserError, WorkspaceMissing
+
+    if not 0 < args.port < 65536:
+        raise UserError(f"--port {args.port} is not a port number")
+    root = resolve_workspace(args.workspace)
+    if not (root / "workbench.yaml").is_file():
+        raise WorkspaceMissing(f"no workspace at {root} (run `workbench init` first)")
+    parts = [sys.executable, "-m", "workbench", "--workspace", str(root), "tui"]
+    if args.principal:
+        parts += ["--as", args.principal]
+    print(f"serving the workbench UI on http://127.0.0.1:{args.port} (ctrl+c stops)", flush=True)
+    Server(shlex.join(parts), host="127.0.0.1", port=args.port, title="workbench",
+           statics_path=Path(__import__("textual_serve").__file__).parent / "static",
+           templates_path=Path(__import__("textual_serve").__file__).parent / "templates").serve()
