@@ -23,8 +23,8 @@ workspace: $(STAMP)
 	$(WB) ingest sample_corpus/fragments
 	$(WB) index --progress
 
-# Until the TUI exists, the demo runs the main job on the sample corpus: search and
-# budgeted context for an agent, then the golden-set evaluation.
+# The demo runs the main job on the sample corpus (search, budgeted context for an agent,
+# the golden-set evaluation), then opens the TUI when run from a terminal.
 demo: workspace
 	@echo
 	@echo '$$ workbench search "customer charged twice when the client retries" --as agent.nw-coder --explain'
@@ -35,6 +35,8 @@ demo: workspace
 	@echo
 	@echo '$$ workbench eval --golden sample_corpus/golden.yaml'
 	@$(WB) eval --golden sample_corpus/golden.yaml
+	@if [ -t 0 ] && [ -t 1 ]; then $(WB) tui --as marco.bianchi; \
+	 else echo; echo "(not a terminal: run '$(WB) tui' to open the TUI)"; fi
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

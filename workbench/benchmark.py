@@ -153,6 +153,8 @@ def run(n: int, *, queries: int = 100, workdir: Path | None = None, progress: Ca
             rebuilt.lexical("bm25s")
             lexical_rebuild_ms = (time.perf_counter() - t) * 1000
             dense_paths = dense_comparison(rebuilt, wb, n)
+        say("TUI first paint")
+        paint = first_paint(ws, "lead0")
         ours_p50, base_p50 = ours["search_ms"]["p50"], base["search_ms"]["p50"]
         return {
             "fragments": n, "queries": len(texts), "principal": "agent", "visible_share": ours["visible_share"],
@@ -162,12 +164,30 @@ def run(n: int, *, queries: int = 100, workdir: Path | None = None, progress: Ca
             "ingest_fragments_per_s": round(n / ingest_s, 1), "ingest_s": round(ingest_s, 2),
             "reingest_unchanged_s": round(reingest_s, 2), "index_build_s": round(index_build_s, 2),
             "edit_rebuild_index_ms": round(rebuild_index_ms, 1), "lexical_rebuild_ms": round(lexical_rebuild_ms, 1),
-            "dense_paths": dense_paths,
+            "dense_paths": dense_paths, "tui_first_paint_s": paint,
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         }
     finally:
         if not keep and workdir is None:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def first_paint(workspace: Path, principal: str, runs: int = 3) -> dict[str, Any]:
+    """Seconds from spawning `python -m workbench.tui.firstpaint` to the browse screen painted
+    (interpreter start and imports included); the median of ``runs``."""
+    import subprocess
+    import sys
+
+    times, rows = [], 0
+    for _ in range(runs):
+        start = time.perf_counter()
+        out = subprocess.run([sys.executable, "-m", "workbench.tui.firstpaint", str(workspace), principal],
+                             capture_output=True, text=True, timeout=300)
+        if out.returncode != 0 or "painted" not in out.stdout:
+            return {"error": (out.stderr or out.stdout).strip().splitlines()[-1:]}
+        times.append(time.perf_counter() - start)
+        rows = int(out.stdout.split()[-1])
+    return {"median_s": round(float(np.median(times)), 3), "max_s": round(max(times), 3), "rows": rows}
 
 
 def _measure(wb, texts: list[str], *, lexical: str, dense: str) -> dict[str, Any]:

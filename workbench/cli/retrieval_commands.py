@@ -212,3 +212,4 @@ def _bench(args):
                 "lexical_rebuild_ms", "peak_rss_mb"):
         print(f"{key}: {result[key]}")
     print(f"dense paths: {result['dense_paths']}")
+    print(f"TUI first paint: {result['tui_first_paint_s']}")

@@ -13,6 +13,10 @@ from ...models import KINDS, Scope
 from .base import WbScreen
 
 
+FIRST_PAGE = 120
+BATCH = 400
+
+
 class BrowseScreen(WbScreen):
     BINDINGS = [
         Binding("enter", "open", "Open", id="browse-open", show=False),
@@ -23,6 +27,7 @@ class BrowseScreen(WbScreen):
     def __init__(self) -> None:
         super().__init__()
         self.scope: Scope | None = None
+        self._load_token: object | None = None
 
     def body(self) -> ComposeResult:
         with Horizontal(id="browse-body"):
@@ -37,9 +42,10 @@ class BrowseScreen(WbScreen):
 
     def on_mount(self) -> None:
         table = self.query_one("#fragments", DataTable)
-        table.add_columns("id", "title", "kind", "owner", "age", "stale", "pin", "scope")
+        table.add_columns("id", "kind", "owner", "age", "badges", "title", "scope")
         self.reload(rebuild_tree=True)
         table.focus()
+        self.call_after_refresh(self.app.painted)
 
     def reload(self, rebuild_tree: bool = False) -> None:
         owner = self.query_one("#filter-owner", Input).value.strip() or None
@@ -56,11 +62,27 @@ class BrowseScreen(WbScreen):
         now = self.app.clock()
         table = self.query_one("#fragments", DataTable)
         table.clear()
-        table.add_rows([(r.id, r.title, r.kind, r.owner, age(r.last_touched, now), "stale" if r.stale else "",
-                         "📌" if r.pinned else "", str(r.scope)) for r in rows])
+        cells = [(r.id, r.kind, r.owner, age(r.last_touched, now),
+                  " ".join(b for b in ("stale" if r.stale else "", "📌 pinned" if r.pinned else "") if b),
+                  r.title if len(r.title) <= 56 else r.title[:55] + "…", str(r.scope)) for r in rows]
+        # DataTable measures every cell it is given: paint a screenful first, then the rest in
+        # batches, so a 10k-fragment workspace paints fast and the UI stays responsive.
+        self._load_token = token = object()
+        table.add_rows(cells[:FIRST_PAGE])
+        self._add_later(table, cells[FIRST_PAGE:], token)
         self._ids = [r.id for r in rows]
         where = str(self.scope) if self.scope else "all scopes"
         self.query_one("#browse-count", Static).update(f"{len(rows)} fragments · {where}")
+
+    def _add_later(self, table: DataTable, cells: list, token: object) -> None:
+        if not cells or token is not self._load_token:
+            return
+
+        def add() -> None:
+            if token is self._load_token:
+                table.add_rows(cells[:BATCH])
+                self._add_later(table, cells[BATCH:], token)
+        self.set_timer(0.02, add)
 
     def _fill_tree(self, rows) -> None:
         tree = self.query_one("#scope-tree", Tree)

@@ -47,6 +47,7 @@ class ExportScreen(WbScreen):
         self.query_one("#preview", TextArea).load_text(plan[0][1] if plan else "(nothing to export)")
 
     @on(Button.Pressed, "#write")
+    @on(Input.Submitted, "#export-dir")
     def _write(self) -> None:
         folder = self.query_one("#export-dir", Input).value.strip()
         if not folder:

@@ -42,6 +42,7 @@ class FragmentScreen(WbScreen):
     def on_mount(self) -> None:
         self.query_one("#history", DataTable).add_columns("v", "author", "at", "status", "reason")
         self.reload()
+        self.query_one("#history", DataTable).focus()
 
     def reload(self) -> None:
         f = self.app.attempt(self.wb.get, self.fragment_id, principal=self.me)

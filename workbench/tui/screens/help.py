@@ -22,7 +22,7 @@ Curate what AI agents know: versioned, scoped, owned fragments.
 **Screens**
 - **Browse** (`b`): the scope tree (org → repo → persona, with counts) and the fragment table;
   filter by owner, kind, stale. `enter` opens a fragment.
-- **Search** (`/`): hybrid results as you type, with score breakdown and scope; `ctrl+e` explain.
+- **Search** (`/`): hybrid results as you type, with score breakdown and scope; `f2` toggles the explain pane.
 - **Fragment**: rendered markdown, metadata, links in and out, authority, history;
   `a`/`d` mark two versions to diff, `R` reverts to the highlighted version, `e` edits, `v` verifies.
 - **Edit**: markdown editor; a reason is required; `ctrl+s` saves a new version.

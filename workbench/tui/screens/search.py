@@ -17,7 +17,8 @@ DEBOUNCE_S = 0.25
 class SearchScreen(WbScreen):
     BINDINGS = [
         Binding("escape", "back", "Back", id="search-back"),
-        Binding("ctrl+e", "toggle_explain", "Explain", id="search-explain"),
+        Binding("f2", "toggle_explain", "Explain", id="search-explain"),
+        Binding("down", "focus_results", "Results", id="search-results", show=False),
     ]
 
     def __init__(self, query: str = "") -> None:
@@ -95,7 +96,9 @@ class SearchScreen(WbScreen):
         table = self.query_one("#results", DataTable)
         if self.hits and table.cursor_row < len(self.hits):
             h = self.hits[table.cursor_row]
-            text += (f"\n{h.id}: fused {h.scores['fused']} × freshness/authority priors → {h.score:.3f}; "
+            fused = h.scores["fused"]
+            text += (f"\n{h.id}: fused {fused if fused is None else round(fused, 3)} × freshness/authority priors "
+                     f"→ {h.score:.3f}; "
                      f"scope {h.fragment.scope}; owner {h.fragment.owner}")
         self.query_one("#explain", Static).update(text)
 
@@ -110,6 +113,13 @@ class SearchScreen(WbScreen):
     def action_toggle_explain(self) -> None:
         pane = self.query_one("#explain")
         pane.display = not pane.display
+
+    def action_focus_results(self) -> None:
+        table = self.query_one("#results", DataTable)
+        if self.focused is not table:
+            table.focus()
+        else:
+            table.action_cursor_down()
 
     def action_back(self) -> None:
         self.app.pop_screen()
