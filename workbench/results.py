@@ -112,3 +112,35 @@ class ContextResult:
     def _repr_markdown_(self) -> str:
         return (f"context **{self.query}** — {self.used_tokens}/{self.budget_tokens} tokens, trace "
                 f"`{self.trace_id}`\n\n" + _table_md(["section", "id", "version", "title", "tokens"], self._rows()))
+
+
+class History(list):
+    """A fragment's versions (a list of ``Version``), rendered as a table in notebooks."""
+
+    _HEADERS = ["version", "author", "at", "status", "reason", "content hash"]
+
+    def _rows(self) -> list[list[Any]]:
+        return [[v.number, v.author, v.created_at.strftime("%Y-%m-%d %H:%M"), v.content.status, v.reason,
+                 v.content_hash[:12]] for v in self]
+
+    def _repr_html_(self) -> str:
+        title = html.escape(self[0].fragment_id) if self else ""
+        return f"<p>history of <b>{title}</b></p>" + _table_html(self._HEADERS, self._rows())
+
+    def _repr_markdown_(self) -> str:
+        return (f"history of **{self[0].fragment_id}**\n\n" if self else "") + _table_md(self._HEADERS, self._rows())
+
+
+class EvalReport(dict):
+    """Metrics per pipeline (the documented JSON), rendered as a table in notebooks."""
+
+    _METRICS = ["ndcg@10", "recall@10", "recall@100", "mrr@10", "queries"]
+
+    def _rows(self) -> list[list[Any]]:
+        return [[name, *(self[name].get(m) for m in self._METRICS)] for name in self if name != "compare"]
+
+    def _repr_html_(self) -> str:
+        return _table_html(["pipeline", *self._METRICS], self._rows())
+
+    def _repr_markdown_(self) -> str:
+        return _table_md(["pipeline", *self._METRICS], self._rows())

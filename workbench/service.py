@@ -20,13 +20,14 @@ from .ingest.importer import Progress, check_semantics, guard_secrets, ingest_fi
 from .models import Content, Fragment, IngestReport, Principal, Scope, Version
 from .store import Store
 from .service_curate import CurateMixin, GraphMixin
+from .service_export import ExportMixin
 from .service_git import GitMixin
 from .service_stale import StaleMixin
 from .service_retrieval import EvalMixin, RetrievalMixin
 from .store.store import utcnow
 
 
-class Workbench(RetrievalMixin, EvalMixin, CurateMixin, GraphMixin, StaleMixin, GitMixin):
+class Workbench(RetrievalMixin, EvalMixin, CurateMixin, GraphMixin, StaleMixin, GitMixin, ExportMixin):
     """An open workspace. Use ``Workbench.open(path)``; close it (or use ``with``) when done."""
 
     def __init__(self, root: Path, config: WorkspaceConfig, store: Store):
@@ -138,8 +139,10 @@ class Workbench(RetrievalMixin, EvalMixin, CurateMixin, GraphMixin, StaleMixin, 
                         created_at=current.created_at, updated_at=old.created_at, verified_at=None)
 
     def history(self, fragment_id: str, *, principal: str | Principal | None = None) -> list[Version]:
+        from .results import History
+
         self.get(fragment_id, principal=principal)
-        return self.store.versions(fragment_id)
+        return History(self.store.versions(fragment_id))
 
     def diff(self, fragment_id: str, a: int, b: int, *, principal: str | Principal | None = None) -> str:
         """Unified diff of the fragment file between versions ``a`` and ``b``."""

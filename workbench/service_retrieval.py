@@ -151,14 +151,21 @@ class RetrievalMixin:
 
     # -- traces ---------------------------------------------------------------------
 
-    def _trace(self, kind: str, query: str, who: Principal, within: Scope | None, settings: Settings,
+    def _trace(self, kind: str, query: str, who: Principal, within: Scope | None, settings: Settings | None,
                served: list[dict[str, Any]], now: datetime, extra: dict[str, Any] | None = None) -> str:
         trace_id = "tr_" + now.strftime("%Y%m%d%H%M%S") + "_" + secrets.token_hex(4)
         self.store.put_trace({"id": trace_id, "created_at": now, "kind": kind, "query": query,
                               "principal": who.name, "scope": str(within) if within else None,
-                              "settings": {**settings.to_dict(), "model": MODEL_NAME, **(extra or {})},
+                              "settings": {**(settings.to_dict() if settings else {}), "model": MODEL_NAME,
+                                           **(extra or {})},
                               "served": served})
         return trace_id
+
+    def record_get(self, fragment, *, principal: str | Principal | None = None, now: datetime | None = None) -> str:
+        """Trace a fetch of one fragment by id (the MCP `get` tool), like any retrieval."""
+        served = [{"id": fragment.id, "version": fragment.version, "title": fragment.title, "section": "get",
+                   "rank": 1, "score": 1.0, "scores": {}}]
+        return self._trace("get", fragment.id, self.principal(principal), None, None, served, now or utcnow())
 
     def trace(self, trace_id: str, *, principal: str | Principal | None = None) -> dict[str, Any]:
         """What a call served, exactly, as the viewer may see it (items outside the viewer's scope are hidden)."""
@@ -261,9 +268,10 @@ def _pipelines(pipelines: list[str] | None, compare: tuple[str, str] | None) -> 
 
 
 def _finish(out: dict[str, Any], compare: tuple[str, str] | None, queries: dict[str, str]) -> dict[str, Any]:
+    from .results import EvalReport
     from .retrieval import evaluate
 
-    result = dict(out["metrics"])
+    result = EvalReport(out["metrics"])
     if compare:
         result["compare"] = evaluate.compare(out["rankings"], compare[0], compare[1], queries)
     return result

@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .curate_commands import add_curate_commands, add_more_curate_commands
     from .retrieval_commands import add_bench_command, add_retrieval_commands
     from .tui_commands import add_tui_commands
+    from .export_commands import add_export_commands
 
     parser = _Parser(prog="workbench", description="A local-first knowledge workbench for curating what "
                      "AI agents know: versioned, scoped, owned fragments; pins; hybrid retrieval; exports.")
@@ -48,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_more_curate_commands(sub)
     add_bench_command(sub)
     add_tui_commands(sub)
+    add_export_commands(sub)
     return parser
 
 
@@ -66,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             parser.print_help()
             return 0
-    from . import commands, curate_commands, retrieval_commands, tui_commands  # noqa: F401  (register handlers)
+    from . import commands, curate_commands, export_commands, retrieval_commands, tui_commands  # noqa: F401
     from ..errors import WorkbenchError
 
     try:

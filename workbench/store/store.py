@@ -15,6 +15,7 @@ from ..models import Content, Fragment, Scope, Version
 from . import migrations
 from .connect import connect
 from .curation import CurationQueries
+from .export import ExportQueries
 from .fts import FtsQueries
 from .retrieval import RetrievalQueries
 
@@ -26,7 +27,7 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
-class Store(RetrievalQueries, FtsQueries, CurationQueries):
+class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries):
     """One open workspace database."""
 
     def __init__(self, path: Path, *, read_only: bool = False, lock_timeout: float | None = None):
@@ -174,7 +175,8 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries):
 
     def write_versions(self, items: list["VersionWrite"]) -> None:
         """Append many versions at once (bulk, through a temporary JSON lines file) and make
-        each current. Numbers must be the next ones: 1 for a new fragment."""
+        each current (at most one version per fragment per call). Numbers must be the next ones:
+        1 for a new fragment (a bundle import may start a new fragment at its latest number)."""
         if not items:
             return
         with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
@@ -186,15 +188,16 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries):
             with self.transaction():
                 self._q("INSERT INTO fragment_versions SELECT id, version, author, written_at, reason, content_hash, "
                         f"content FROM {source}")
-                self._q(f"INSERT INTO fragments ({_FRAGMENT_COLS}, origin) SELECT {_FRAGMENT_COLS}, origin "
-                        f"FROM (SELECT *, written_at AS updated_at FROM {source}) WHERE version = 1")
                 self._q("UPDATE fragments SET version = s.version, kind = s.kind, title = s.title, body = s.body, "
                         "org = s.org, repo = s.repo, persona = s.persona, session = s.session, owner = s.owner, "
                         "status = s.status, tags = s.tags, links = s.links, supersedes = s.supersedes, "
                         "sources = s.sources, details = s.details, content_hash = s.content_hash, "
                         "updated_at = s.written_at, verified_at = coalesce(s.verified_at, fragments.verified_at), "
                         f"origin = coalesce(s.origin, fragments.origin) FROM {source} AS s "
-                        "WHERE fragments.id = s.id AND s.version > 1")
+                        "WHERE fragments.id = s.id")
+                self._q(f"INSERT INTO fragments ({_FRAGMENT_COLS}, origin) SELECT {_FRAGMENT_COLS}, origin "
+                        f"FROM (SELECT *, written_at AS updated_at FROM {source}) "
+                        "WHERE id NOT IN (SELECT id FROM fragments)")
                 self.bump_generation()
 
     def ingested_files(self) -> dict[str, tuple[str, str, str]]:

@@ -1,0 +1,87 @@
+"""The MCP server as an agent meets it: the official SDK client against a real stdio subprocess."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import WORKBENCH_BIN
+from workbench import Workbench
+
+
+def params(workspace, principal="marco.bianchi"):
+    from mcp.client.stdio import StdioServerParameters
+
+    return StdioServerParameters(command=str(WORKBENCH_BIN),
+                                 args=["--workspace", str(workspace), "mcp", "--as", principal])
+
+
+def text_of(result) -> str:
+    return " ".join(getattr(c, "text", "") for c in result.content)
+
+
+async def test_tools_search_get_context_with_scope_and_errors(sample_workspace):
+    from mcp import Client
+
+    async with Client(params(sample_workspace), read_timeout_seconds=120) as client:
+        tools = await client.list_tools()
+        names = sorted(t.name for t in tools.tools)
+        assert names == ["context", "get", "search"]
+        search = next(t for t in tools.tools if t.name == "search")
+        assert set(search.input_schema["properties"]) == {"query", "k"}
+
+        found = await client.call_tool("search", {"query": "customer charged twice on retry", "k": 5})
+        assert not found.is_error
+        data = found.structured_content
+        assert data["trace_id"].startswith("tr_") and 0 < len(data["hits"]) <= 5
+        for hit in data["hits"] + data["avoid"]:
+            assert set(hit) >= {"id", "title", "preview", "score"} and len(hit["preview"]) <= 201
+            assert hit["id"].startswith("nw-")
+
+        got = await client.call_tool("get", {"id": "nw-adr-0007-idempotency-keys"})
+        assert not got.is_error and got.structured_content["body"].startswith("## Context")
+
+        hidden = await client.call_tool("get", {"id": "tw-rb-oncall-paging-escalation"})
+        missing = await client.call_tool("get", {"id": "no-such-fragment"})
+        assert hidden.is_error and missing.is_error
+        assert "unknown fragment 'tw-rb-oncall-paging-escalation'" in text_of(hidden)
+        assert text_of(hidden).replace("tw-rb-oncall-paging-escalation", "X") == \
+            text_of(missing).replace("no-such-fragment", "X")  # out of scope answers exactly like unknown
+
+        ctx = await client.call_tool("context", {"query": "roll back a bad deploy", "budget": 1200})
+        assert not ctx.is_error
+        composed = ctx.structured_content
+        assert composed["trace_id"] and composed["used_tokens"] <= 1200 and composed["text"]
+
+        for bad in ({"query": ""}, {"query": "x", "k": "many"}, {"k": 3}, {"query": "x", "k": 0}):
+            result = await client.call_tool("search", bad)
+            assert result.is_error, bad
+        still = await client.call_tool("search", {"query": "pgbouncer", "k": 3})
+        assert not still.is_error  # the server kept running
+
+    with Workbench.open(sample_workspace) as wb:
+        kinds = sorted({t["kind"] for t in [wb.trace(tid, principal="marco.bianchi")
+                                            for tid in _trace_ids(wb)]})
+        assert kinds == ["context", "get", "search"]
+
+
+def _trace_ids(wb) -> list[str]:
+    return [r[0] for r in wb.store._q("SELECT id FROM traces WHERE principal = 'marco.bianchi'")]
+
+
+def test_mcp_refuses_an_unknown_principal(sample_workspace, cli):
+    r = cli("mcp", "--as", "mallory", workspace=sample_workspace, input="")
+    assert r.returncode == 2 and "unknown principal 'mallory'" in r.stderr
+
+
+@pytest.mark.slow
+def test_the_example_notebook_runs(tmp_path):
+    import nbformat
+    from nbclient import NotebookClient
+
+    from conftest import ROOT
+
+    nb = nbformat.read(ROOT / "examples" / "workbench.ipynb", as_version=4)
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}).execute()
+    html = [o["data"]["text/html"] for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+            if "data" in o and "text/html" in o["data"]]
+    assert len(html) >= 4 and all("<table>" in h for h in html)

@@ -1,0 +1,76 @@
+"""Reproducible bundles: fragments.jsonl (each fragment with its full version history) and
+manifest.yaml (the set, model and chunker versions, creation time, checksum).
+
+Byte-identical for the same workspace state: records are sorted, JSON is canonical, and
+the creation time is the newest version time in the bundle, not the clock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import UserError
+from ..models import Fragment, Version
+
+FORMAT_VERSION = 1
+
+
+def _ts(value) -> str | None:
+    """Full precision: a bundle round trip loses nothing."""
+    return None if value is None else value.isoformat() + "Z"
+
+
+def record(f: Fragment, versions: list[Version]) -> dict[str, Any]:
+    return {
+        "id": f.id, "version": f.version, "content_hash": f.content_hash, "owner": f.owner,
+        "scope": f.scope.to_dict(), "kind": f.kind, "title": f.title, "status": f.status,
+        "sources": [s.to_dict() for s in f.sources], "text": f.body,
+        "created_at": _ts(f.created_at), "updated_at": _ts(f.updated_at), "verified_at": _ts(f.verified_at),
+        "versions": [{"version": v.number, "author": v.author, "created_at": _ts(v.created_at), "reason": v.reason,
+                      "content_hash": v.content_hash, "content": v.content.to_dict()} for v in versions],
+    }
+
+
+def write(out: Path, records: list[dict[str, Any]], definition: dict[str, Any], *, model: str, chunker: str,
+          force: bool = False) -> dict[str, Any]:
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{out} is not a folder")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise UserError(f"{out} is not empty (use --force to write into it)")
+    records = sorted(records, key=lambda r: r["id"])
+    data = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n" for r in records)
+    checksum = hashlib.sha256(data.encode("utf-8")).hexdigest()
+    created = max((v["created_at"] for r in records for v in r["versions"]), default=None)
+    manifest = {"format": FORMAT_VERSION, "set": definition, "fragments": len(records),
+                "model": model, "chunker": chunker, "created_at": created,
+                "checksum": {"algorithm": "sha256", "file": "fragments.jsonl", "value": checksum}}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "fragments.jsonl").write_text(data, encoding="utf-8")
+    (out / "manifest.yaml").write_text(yaml.safe_dump(manifest, sort_keys=True, allow_unicode=True),
+                                       encoding="utf-8")
+    return manifest
+
+
+def read(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Manifest and records, after checking the checksum; refuses anything inconsistent."""
+    manifest_path, data_path = folder / "manifest.yaml", folder / "fragments.jsonl"
+    if not manifest_path.is_file() or not data_path.is_file():
+        raise UserError(f"{folder} is not a bundle (needs manifest.yaml and fragments.jsonl)")
+    try:
+        manifest = yaml.safe_load(manifest_path.read_text(encoding="utf-8"))
+        expected = manifest["checksum"]["value"]
+    except (yaml.YAMLError, KeyError, TypeError) as e:
+        raise UserError(f"{manifest_path}: not a bundle manifest ({e})") from e
+    raw = data_path.read_bytes()
+    if hashlib.sha256(raw).hexdigest() != expected:
+        raise UserError(f"{folder}: checksum mismatch: fragments.jsonl does not match manifest.yaml; nothing imported")
+    try:
+        records = [json.loads(line) for line in raw.decode("utf-8").splitlines() if line.strip()]
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise UserError(f"{data_path}: unreadable ({e})") from e
+    return manifest, records

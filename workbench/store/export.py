@@ -1,0 +1,52 @@
+"""Store queries for exports: curated sets and their manual members; bundle imports."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+
+class ExportQueries:
+    # The host class (Store) provides _q and transaction().
+
+    def get_set(self, name: str) -> dict[str, Any] | None:
+        rows = self._q("SELECT name, owner, scope, query, created_at FROM sets WHERE name = ?", [name])
+        if not rows:
+            return None
+        r = rows[0]
+        members = self._q("SELECT fragment_id, mode FROM set_members WHERE set_name = ? ORDER BY fragment_id", [name])
+        return {"name": r[0], "owner": r[1], "scope": r[2], "query": r[3], "created_at": r[4],
+                "include": [m[0] for m in members if m[1] == "include"],
+                "exclude": [m[0] for m in members if m[1] == "exclude"]}
+
+    def set_names(self) -> list[str]:
+        return [r[0] for r in self._q("SELECT name FROM sets ORDER BY name")]
+
+    def put_set(self, name: str, owner: str, scope: str, query: str | None, at: datetime) -> None:
+        self._q("INSERT INTO sets VALUES (?, ?, ?, ?, ?)", [name, owner, scope, query, at])
+
+    def put_member(self, name: str, fragment_id: str, mode: str | None) -> None:
+        with self.transaction():
+            self._q("DELETE FROM set_members WHERE set_name = ? AND fragment_id = ?", [name, fragment_id])
+            if mode is not None:
+                self._q("INSERT INTO set_members VALUES (?, ?, ?)", [name, fragment_id, mode])
+
+    def import_history(self, fragment_id: str, versions: list[dict[str, Any]], *, created_at: datetime,
+                       verified_at: datetime | None) -> None:
+        """Write a fragment's whole history (from a bundle) verbatim, then its current row."""
+        from ..models import Content
+        from .store import VersionWrite
+
+        writes = []
+        for v in versions:
+            content = Content.from_dict(v["content"])
+            writes.append(VersionWrite(fragment_id, v["version"], content, v["author"], v["reason"],
+                                       datetime.fromisoformat(v["created_at"].rstrip("Z")), created_at, verified_at,
+                                       "bundle"))
+        with self.transaction():
+            for w in writes[:-1]:
+                self._q("INSERT INTO fragment_versions VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        [fragment_id, w.number, w.author, w.at, w.reason, w.content.content_hash(),
+                         json.dumps(w.content.to_dict())])
+            self.write_versions(writes[-1:])
