@@ -216,6 +216,12 @@ async def test_export_preview_and_write_in_a_worker(wb, tmp_path):
         await pilot.pause()
         screen = app.screen
         screen.query_one("#export-scope").value = "org=northwind,repo=ledger"
+        screen.query_one("#export-format").value = "agents-md"
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert "AGENTS.md" in str(screen.query_one("#export-summary").render())
+        assert "## Do not" in screen.query_one("#preview").text
+        screen.query_one("#export-format").value = "fragment-files"
         await pilot.press("ctrl+r")
         await pilot.pause()
         assert "files" in str(screen.query_one("#export-summary").render())

@@ -187,19 +187,27 @@ class ExportMixin:
         return Selection(title=f"{self.config.name}: {where}", scope=str(where), pins=pins, avoid=avoid,
                          knowledge=knowledge, omitted=len(rest) - len(knowledge))
 
+    def render_agents(self, fmt: str, *, scope: Scope | str, principal: str | Principal | None = None,
+                      set_name: str | None = None, budget: int = DEFAULT_AGENT_BUDGET):
+        """(files {relative path: text}, selection) for an agent context format, without writing."""
+        from .export.agents import renderer
+
+        render = renderer(fmt)
+        selection = self.agent_selection(scope=scope, principal=principal, set_name=set_name, budget=budget)
+        return render(selection), selection
+
     def export_agents(self, fmt: str, out: str | Path, *, scope: Scope | str, principal: str | Principal | None = None,
                       set_name: str | None = None, budget: int = DEFAULT_AGENT_BUDGET, force: bool = False
                       ) -> dict[str, Any]:
         from .export.agents import renderer
 
-        render = renderer(fmt)
+        renderer(fmt)
         folder = Path(out)
         if folder.exists() and not folder.is_dir():
             raise UserError(f"{folder} is not a folder")
         if folder.is_dir() and any(folder.iterdir()) and not force:
             raise UserError(f"{folder} is not empty (use --force to write into it)")
-        selection = self.agent_selection(scope=scope, principal=principal, set_name=set_name, budget=budget)
-        files = render(selection)
+        files, selection = self.render_agents(fmt, scope=scope, principal=principal, set_name=set_name, budget=budget)
         for relative, text in sorted(files.items()):
             path = folder / relative
             path.parent.mkdir(parents=True, exist_ok=True)
