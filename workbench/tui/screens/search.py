@@ -36,7 +36,7 @@ class SearchScreen(WbScreen):
 
     def on_mount(self) -> None:
         self.query_one("#results", DataTable).add_columns(
-            "#", "id", "title", "kind", "score", "lexical", "dense", "fresh", "auth", "pin", "scope")
+            "#", "id", "kind", "score", "lexical", "dense", "fresh", "auth", "pin", "scope", "title")
         self.query_one("#search-input", Input).focus()
         if self.initial:
             self.run_search(self.initial)
@@ -78,9 +78,10 @@ class SearchScreen(WbScreen):
         for h in self.hits:
             s = h.scores
             kind = h.fragment.kind + (" (avoid)" if h in result.avoid else "")
-            table.add_row(str(h.rank), h.id, h.fragment.title, kind, fmt(h.score), fmt(s["lexical"]),
-                          fmt(s["dense"]), fmt(s["freshness"]), fmt(s["authority"]), "📌" if s["pinned"] else "",
-                          str(h.fragment.scope))
+            title = h.fragment.title if len(h.fragment.title) <= 48 else h.fragment.title[:47] + "…"
+            table.add_row(str(h.rank), h.id, kind, fmt(h.score), fmt(s["lexical"]), fmt(s["dense"]),
+                          fmt(s["freshness"]), fmt(s["authority"]), "📌" if s["pinned"] else "",
+                          str(h.fragment.scope), title)
         self._status(f"{len(result.hits)} hits, {len(result.avoid)} to avoid for “{result.query}”")
         self._explain()
 
