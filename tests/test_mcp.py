@@ -64,6 +64,23 @@ async def test_tools_search_get_context_with_scope_and_errors(sample_workspace):
         assert kinds == ["context", "get", "search"]
 
 
+async def test_the_workspace_stays_usable_while_an_agent_is_connected(sample_workspace, tmp_path, cli):
+    from mcp import Client
+
+    body = tmp_path / "body.md"
+    body.write_text("## Failover\nSwitch with `nwctl psp failover --to halyard`.\n")
+    async with Client(params(sample_workspace), read_timeout_seconds=120) as client:
+        first = await client.call_tool("get", {"id": "nw-rb-psp-failover"})
+        assert first.structured_content["version"] == 1
+        r = cli("edit", "nw-rb-psp-failover", "--file", str(body), "--reason", "new CLI", "--as", "marco.bianchi",
+                workspace=sample_workspace, env={"WORKBENCH_LOCK_TIMEOUT": "10"})
+        assert r.returncode == 0, r.stderr  # the CLI writes while the MCP session stays open
+        again = await client.call_tool("get", {"id": "nw-rb-psp-failover"})
+        assert again.structured_content["version"] == 2 and "halyard" in again.structured_content["body"]
+        found = await client.call_tool("search", {"query": "nwctl psp failover halyard", "k": 3})
+        assert found.structured_content["hits"][0]["id"] == "nw-rb-psp-failover"
+
+
 def _trace_ids(wb) -> list[str]:
     return [r[0] for r in wb.store._q("SELECT id FROM traces WHERE principal = 'marco.bianchi'")]
 

@@ -270,3 +270,21 @@ async def test_errors_are_notifications_not_tracebacks(wb):
         await pilot.pause()
         assert screen_name(app) == "BrowseScreen"
         assert any("unknown fragment" in n.message for n in app._notifications)
+
+
+async def test_the_cli_can_write_while_the_tui_is_open(wb, sample_workspace, tmp_path):
+    from conftest import run_cli
+
+    body = tmp_path / "body.md"
+    body.write_text("Edited from the CLI while the TUI was open.\n")
+    app = app_for(wb)
+    app.idle_release_s = 0.2
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(1.0)  # idle: the app lets go of the workspace
+        r = await asyncio.to_thread(run_cli, "edit", "nw-rb-psp-failover", "--file", str(body), "--reason", "cli",
+                                    "--as", "marco.bianchi", workspace=sample_workspace,
+                                    env={"WORKBENCH_LOCK_TIMEOUT": "10"})
+        assert r.returncode == 0, r.stderr
+        app.open_fragment("nw-rb-psp-failover")
+        await pilot.pause()
+        assert app.screen.fragment.version == 2 and "from the CLI" in app.screen.fragment.body

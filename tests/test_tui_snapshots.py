@@ -58,7 +58,7 @@ def test_inbox(wb, snap_compare):
 
 def test_pins(wb, snap_compare):
     wb.pin("nw-rb-psp-failover", scope="org=northwind,repo=payments-api", actor="marco.bianchi",
-           reason="PSP outages are our worst incidents")
+           reason="PSP outages are our worst incidents", now=NOW)
     assert snap_compare(app(wb), terminal_size=SIZE, press=["p"])
 
 

@@ -3,7 +3,8 @@
 Three tools: search, get and context. Every call is scope-checked by the core (an id
 outside the principal's scope answers "not found", exactly like an unknown id) and
 traced like a CLI retrieval. Bad arguments come back as tool errors; the server keeps
-running.
+running. The workspace lock is released between calls, so people can keep editing with
+the CLI or the TUI while an agent is connected.
 """
 
 from __future__ import annotations
@@ -30,7 +31,10 @@ def build_server(wb, principal: str):
     def guarded(fn, *args, **kwargs):
         try:
             with lock:
-                return fn(*args, **kwargs)
+                try:
+                    return fn(*args, **kwargs)
+                finally:
+                    wb.release()  # between calls the workspace is free for the CLI and the TUI
         except WorkbenchError as e:
             raise ToolError(e.message) from e
 

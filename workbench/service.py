@@ -67,6 +67,10 @@ class Workbench(RetrievalMixin, EvalMixin, CurateMixin, GraphMixin, StaleMixin, 
     def close(self) -> None:
         self.store.close()
 
+    def release(self) -> None:
+        """Release the workspace lock until the next call (for long-running faces: MCP, TUI)."""
+        self.store.release()
+
     def __enter__(self) -> "Workbench":
         return self
 

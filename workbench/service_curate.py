@@ -13,7 +13,7 @@ from .store.store import utcnow
 
 class CurateMixin:
     def pin(self, fragment_id: str, *, scope: Scope | str, actor: str | Principal | None = None,
-            reason: str | None = None, until: datetime | str | None = None) -> Pin:
+            reason: str | None = None, until: datetime | str | None = None, now: datetime | None = None) -> Pin:
         who = self.principal(actor)
         where = Scope.parse(scope) if isinstance(scope, str) else scope
         fragment = self.store.get(fragment_id)
@@ -25,7 +25,7 @@ class CurateMixin:
                 until = parse_timestamp(until)
             except ValueError as e:
                 raise UserError(f"bad --until {until!r}: expected a date like 2027-01-31") from e
-        now = utcnow()
+        now = now or utcnow()
         if until is not None and until <= now:
             raise UserError(f"--until {until.date()} is in the past")
         with self.store.transaction():

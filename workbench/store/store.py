@@ -32,17 +32,39 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries):
 
     def __init__(self, path: Path, *, read_only: bool = False, lock_timeout: float | None = None):
         self.path = Path(path)
-        self.con = connect(self.path, read_only=read_only, lock_timeout=lock_timeout)
+        self.read_only = read_only
+        self.lock_timeout = lock_timeout
+        self._con = None
         self._depth = 0
-        if not read_only:
-            self._guard(migrations.migrate, self.con)
+        self._connect()
 
     # -- plumbing ---------------------------------------------------------------------
 
+    def _connect(self) -> None:
+        self._con = connect(self.path, read_only=self.read_only, lock_timeout=self.lock_timeout)
+        self._generation = None  # another process may have written while we were away
+        self._pins_cache = None
+        if not self.read_only:
+            self._guard(migrations.migrate, self._con)
+
+    @property
+    def con(self):
+        """The DuckDB connection, reopened on demand after ``release``."""
+        if self._con is None:
+            self._connect()
+        return self._con
+
+    def release(self) -> None:
+        """Let go of the file (and its lock) between operations; the next query reconnects.
+        Long-running faces call this so other processes can use the workspace meanwhile."""
+        if self._con is not None and self._depth == 0:
+            self._con.close()
+            self._con = None
+
     def close(self) -> None:
-        if self.con is not None:
-            self.con.close()
-            self.con = None
+        if self._con is not None:
+            self._con.close()
+            self._con = None
 
     def _guard(self, fn, *args):
         import duckdb

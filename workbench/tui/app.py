@@ -8,6 +8,7 @@ with a progress bar, so the UI never freezes.
 from __future__ import annotations
 
 import threading
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -19,6 +20,9 @@ from textual.screen import Screen
 from textual.widgets import ProgressBar, Static
 
 from ..errors import WorkbenchError
+
+
+IDLE_RELEASE_S = 3.0
 
 
 class WorkbenchApp(App):
@@ -47,6 +51,8 @@ class WorkbenchApp(App):
         self.lock = threading.RLock()
         self.model_ready = False
         self.job_active = False
+        self.idle_release_s = IDLE_RELEASE_S
+        self._last_use = time.monotonic()
         self.sub_title = f"{workbench.config.name} · as {self.principal.name}"
 
     def clock(self) -> datetime:
@@ -58,7 +64,19 @@ class WorkbenchApp(App):
 
     def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         with self.lock:
-            return fn(*args, **kwargs)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self._last_use = time.monotonic()
+
+    def _release_when_idle(self) -> None:
+        """Let go of the workspace lock after a quiet spell, so the CLI can write meanwhile;
+        the next call reconnects (and sees what others changed)."""
+        if time.monotonic() - self._last_use >= self.idle_release_s and self.lock.acquire(blocking=False):
+            try:
+                self.wb.release()
+            finally:
+                self.lock.release()
 
     def attempt(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run a core call; a WorkbenchError becomes an error notification (never a traceback)."""
@@ -83,6 +101,7 @@ class WorkbenchApp(App):
         from .screens.browse import BrowseScreen
 
         self.push_screen(BrowseScreen())
+        self.set_interval(0.5, self._release_when_idle)
         if self.load_model:
             self.call_after_refresh(self.warm_model)
 

@@ -59,7 +59,7 @@ class SearchScreen(WbScreen):
         self.app.call_from_thread(self._status, "searching…" if self.app.model_ready else
                                   "searching (loading the model the first time)…")
         try:
-            result = self.app.call(self.wb.search, query, principal=self.me, k=20, trace=False)
+            result = self.app.call(self.wb.search, query, principal=self.me, k=20, trace=False, now=self.app.now)
         except WorkbenchError as e:
             self.app.call_from_thread(self._status, e.message)
             return
