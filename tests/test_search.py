@@ -238,3 +238,22 @@ def test_cli_trace(sample_workspace, cli):
     r = cli("trace", trace_id, "--as", "marco.bianchi", "--json", workspace=sample_workspace)
     data = json.loads(r.stdout)
     assert data["served"] and all(i["id"].startswith("nw-") for i in data["served"]) and data["hidden"] > 0
+
+
+def test_an_edit_refreshes_only_what_changed(sample_workspace):
+    with Workbench.open(sample_workspace) as wb:
+        before = wb.search_index()
+        untouched = before.fragments[before.pos["nw-pol-pci-scope"]]
+        authority = dict(wb.store.authority()[1])
+        wb.edit("nw-rb-deploy-rollback", "## Steps\nRoll back with `nwctl rollback`.", reason="shorter",
+                actor="dan.kowalski")
+        after = wb.search_index()
+        assert after.generation != before.generation
+        assert after.fragments[after.pos["nw-pol-pci-scope"]] is untouched           # reused, not reloaded
+        assert after.fragments[after.pos["nw-rb-deploy-rollback"]].version == 2
+        generation, same = wb.store.authority()
+        assert generation == after.generation and same == authority                 # same links: same PageRank
+        # archiving changes the graph: PageRank is recomputed without the archived fragment
+        wb.archive("nw-rb-deploy-rollback", actor="dan.kowalski", reason="gone")
+        assert "nw-rb-deploy-rollback" not in wb.search_index().pos
+        assert "nw-rb-deploy-rollback" not in wb.store.authority()[1]

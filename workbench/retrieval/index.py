@@ -66,6 +66,7 @@ class SearchIndex:
         self._group_keys = list(groups)
         self._vectors: np.ndarray | None = None
         self._lexical: dict[str, object] = {}
+        self.graph_sig: int | None = None
         self._lock = threading.Lock()
         self.progress = progress
 
@@ -151,13 +152,35 @@ def applies(scope: Scope, within: Scope | None) -> bool:
 
 
 def build(store, embedder, previous: SearchIndex | None = None, progress: Callable | None = None) -> SearchIndex:
-    """A fresh index of the store's current generation; authority recomputed if stale."""
+    """The index of the store's current generation. After an edit only what changed is
+    reloaded: unchanged fragments, their vectors and tokens are reused, and PageRank is
+    recomputed only when the link graph changed."""
     generation = store.generation()
-    fragments = store.fragments(status="active")
+    fragments = _fragments(store, previous)
+    edges, source_edges = store.links(), store.source_edges()
+    graph_sig = hash((tuple(sorted(edges)), tuple(sorted(source_edges)), tuple(f.id for f in fragments)))
     stored_gen, authority = store.authority()
     if stored_gen != generation:
-        authority = pagerank([f.id for f in fragments], store.links(), source_edges=store.source_edges())
-        store.put_authority(authority, generation)
+        if previous is not None and previous.graph_sig == graph_sig and stored_gen == previous.generation:
+            store.touch_authority(generation)       # same graph: same PageRank
+        else:
+            authority = pagerank([f.id for f in fragments], edges, source_edges=source_edges)
+            store.put_authority(authority, generation)
     index = SearchIndex(fragments, generation, store, embedder, authority, progress)
+    index.graph_sig = graph_sig
     index.adopt_vectors(previous)
     return index
+
+
+def _fragments(store, previous: SearchIndex | None) -> list[Fragment]:
+    """Active fragments in id order, reusing the previous index's objects for unchanged rows."""
+    if previous is None or not previous.fragments:
+        return store.fragments(status="active")
+    known = {f.id: f for f in previous.fragments}
+    stamps = store.stamps(status="active")
+    changed = [fid for fid, version, verified in stamps
+               if fid not in known or (known[fid].version, known[fid].verified_at) != (version, verified)]
+    if len(changed) > len(stamps) // 2:
+        return store.fragments(status="active")
+    fresh = {f.id: f for f in store.fragments(status="active", ids=changed)} if changed else {}
+    return [fresh.get(fid) or known[fid] for fid, _, _ in stamps]

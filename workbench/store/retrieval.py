@@ -143,6 +143,10 @@ class RetrievalQueries:
             if ids:
                 self._guard(insert)
 
+    def touch_authority(self, generation: int) -> None:
+        """The link graph did not change: the stored PageRank holds for ``generation`` too."""
+        self._q("UPDATE authority SET generation = ?", [generation])
+
     def authority(self) -> tuple[int | None, dict[str, tuple[float, int, int]]]:
         rows = self._q("SELECT fragment_id, score, in_links, out_links, generation FROM authority")
         if not rows:

@@ -132,6 +132,10 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries):
             sql += " WHERE " + " AND ".join(where)
         return [_fragment(r) for r in self._q(sql + " ORDER BY id", params)]
 
+    def stamps(self, *, status: str = "active") -> list[tuple[str, int, datetime | None]]:
+        """(id, version, verified_at) in id order: enough to tell what changed since an index was built."""
+        return self._q("SELECT id, version, verified_at FROM fragments WHERE status = ? ORDER BY id", [status])
+
     def summaries(self) -> list[tuple]:
         """Light rows for browsing: (id, kind, title, owner, org, repo, persona, session, status,
         updated_at, verified_at), without bodies or JSON columns."""
