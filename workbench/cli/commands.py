@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from .main import command
+from .main import open_workbench as _open
 from .render import age, emit_json, fragment_text, table
 
 
@@ -105,11 +106,6 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p = cmd("info", "Show the workspace location, schema version and counts.")
     json_opt(p)
 
-
-def _open(args: argparse.Namespace):
-    from ..service import Workbench
-
-    return Workbench.open(args.workspace)
 
 
 @command("init")

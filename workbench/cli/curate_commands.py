@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .main import command
+from .main import open_workbench as _open
 from .render import emit_json, table
 
 
@@ -97,11 +98,6 @@ def add_more_curate_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--as", dest="principal", metavar="OWNER", required=True, help="the fragment's owner")
     json_opt(p)
 
-
-def _open(args):
-    from ..service import Workbench
-
-    return Workbench.open(args.workspace)
 
 
 @command("pin")

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from .main import command
+from .main import open_workbench as _open
 from .render import emit_json, table
 
 FORMAT_NAMES = ("bundle", "agents-md", "claude-md", "cursor-rules", "llms-txt")
@@ -56,11 +57,6 @@ def add_export_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("mcp", help=help, description=help)
     p.add_argument("--as", dest="principal", metavar="PRINCIPAL", required=True, help="whose scope the tools see")
 
-
-def _open(args):
-    from ..service import Workbench
-
-    return Workbench.open(args.workspace)
 
 
 def _print_set(data: dict) -> None:

@@ -24,6 +24,13 @@ def command(name: str) -> Callable[[Handler], Handler]:
     return register
 
 
+def open_workbench(args: argparse.Namespace):
+    """The workspace a command acts on (--workspace, else WORKBENCH_HOME, else ./.workbench/)."""
+    from ..service import Workbench
+
+    return Workbench.open(args.workspace)
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # argparse exits 2 already; keep its one-line style
         self.print_usage(sys.stderr)

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from .main import command
+from .main import open_workbench as _open
 from .render import emit_json, table
 
 
@@ -57,11 +58,6 @@ def add_retrieval_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--progress", action="store_true", help="report embedding progress on stderr")
     p.add_argument("--json", action="store_true", help="print the documented JSON instead of text")
 
-
-def _open(args):
-    from ..service import Workbench
-
-    return Workbench.open(args.workspace)
 
 
 def _progress(stage: str, done: int, total: int) -> None:
