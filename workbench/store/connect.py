@@ -58,7 +58,7 @@ def connect(path: Path, *, read_only: bool = False, lock_timeout: float | None =
             raise StoreError(f"cannot open {path}: {e}") from e
     try:
         for name in EXTENSIONS:
-            con.execute(f"LOAD '{extension_path(name)}'")
+            con.load_extension(str(extension_path(name)))  # a path, never spliced into SQL text
     except duckdb.Error as e:
         con.close()
         raise StoreError(f"cannot load DuckDB extensions: {e}") from e

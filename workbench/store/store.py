@@ -210,20 +210,22 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries):
             with path.open("w", encoding="utf-8") as out:
                 for item in items:
                     out.write(json.dumps(item.row(), ensure_ascii=False) + "\n")
-            source = f"read_json('{path}', format='newline_delimited', columns={_BATCH_COLUMNS})"
+            # the file path is a bound parameter: a folder name with a quote must not become SQL
+            source = f"read_json(?, format='newline_delimited', columns={_BATCH_COLUMNS})"
+            params = [str(path)]
             with self.transaction():
                 self._q("INSERT INTO fragment_versions SELECT id, version, author, written_at, reason, content_hash, "
-                        f"content FROM {source}")
+                        f"content FROM {source}", params)
                 self._q("UPDATE fragments SET version = s.version, kind = s.kind, title = s.title, body = s.body, "
                         "org = s.org, repo = s.repo, persona = s.persona, session = s.session, owner = s.owner, "
                         "status = s.status, tags = s.tags, links = s.links, supersedes = s.supersedes, "
                         "sources = s.sources, details = s.details, content_hash = s.content_hash, "
                         "updated_at = s.written_at, verified_at = coalesce(s.verified_at, fragments.verified_at), "
                         f"origin = coalesce(s.origin, fragments.origin) FROM {source} AS s "
-                        "WHERE fragments.id = s.id")
+                        "WHERE fragments.id = s.id", params)
                 self._q(f"INSERT INTO fragments ({_FRAGMENT_COLS}, origin) SELECT {_FRAGMENT_COLS}, origin "
                         f"FROM (SELECT *, written_at AS updated_at FROM {source}) "
-                        "WHERE id NOT IN (SELECT id FROM fragments)")
+                        "WHERE id NOT IN (SELECT id FROM fragments)", params)
                 self.bump_generation()
 
     def ingested_files(self) -> dict[str, tuple[str, str, str]]:
