@@ -63,19 +63,36 @@ def validate(name: str, data: Any, *, file: str | None = None) -> None:
     field = ".".join(str(p) for p in err.absolute_path) or None
     message = err.message
     if err.validator == "additionalProperties":
-        message = message.replace("Additional properties are not allowed", "unknown field")
+        allowed = set(err.schema.get("properties", {}))
+        extra = sorted(str(k) for k in err.instance if k not in allowed) if isinstance(err.instance, dict) else []
+        more = f" (and {len(extra) - 5} more)" if len(extra) > 5 else ""
+        message = f"unknown field {', '.join(map(shown, extra[:5]))}{more}" if extra else "unknown field"
     elif err.validator == "required":
         missing = message.split("'")[1] if "'" in message else message
         field = ".".join(filter(None, [field, missing]))
         message = "required field is missing"
     elif err.validator == "enum":
-        message = f"{err.instance!r} is not one of {', '.join(map(str, err.validator_value))}"
+        message = f"{shown(err.instance)} is not one of {', '.join(map(str, err.validator_value))}"
     elif err.validator == "not" and name == "fragment":
         message = "dont/why/instead/evidence are only allowed on anti-pattern fragments"
     elif err.validator == "type":
         expected = err.validator_value if isinstance(err.validator_value, str) else " or ".join(err.validator_value)
         hint = " (quote it in YAML)" if expected == "string" and not isinstance(err.instance, (dict, list)) else ""
-        message = f"expected {expected}, got {type(err.instance).__name__} {err.instance!r}{hint}"
+        message = f"expected {expected}, got {type(err.instance).__name__} {shown(err.instance)}{hint}"
     elif err.validator == "pattern":
-        message = f"{err.instance!r} has the wrong form (expected {err.validator_value})"
+        message = f"{shown(err.instance)} has the wrong form (expected {err.validator_value})"
+    elif err.validator == "maxLength":
+        message = f"{shown(err.instance)} is too long ({len(err.instance)} characters, at most {err.validator_value})"
+    elif err.validator == "maxItems":
+        message = f"has too many items ({len(err.instance)}, at most {err.validator_value})"
+    elif err.validator == "uniqueItems":
+        message = "has repeated items"
+    elif isinstance(err.instance, (str, list, dict)) and len(message) > 300:
+        message = f"{shown(err.instance)} is not valid ({err.validator})"
     raise ValidationError(message, file=file, field=field)
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """A short repr for messages: hostile input can be huge, a message is one line."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}…"

@@ -15,8 +15,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-import yaml
-
 from ..errors import UserError
 from ..models import Content, Fragment, Principal, Scope
 from ..rank.metrics import summarise
@@ -43,12 +41,15 @@ def preset(base: Settings, name: str) -> Settings:
 # -- golden ------------------------------------------------------------------------------
 
 def load_golden(path: str | Path) -> list[dict[str, Any]]:
+    from ..safeyaml import load as safe_load
+
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        data = safe_load(Path(path).read_text(encoding="utf-8"), file=str(path), max_bytes=16 * 1024 ** 2,
+                         max_nodes=200_000)
     except OSError as e:
         raise UserError(f"cannot read {path}: {e}") from e
-    except yaml.YAMLError as e:
-        raise UserError(f"{path}: malformed YAML ({e})") from e
+    except UnicodeDecodeError as e:
+        raise UserError(f"{path}: not UTF-8 text ({e})") from e
     queries = data.get("queries") if isinstance(data, dict) else None
     if not isinstance(queries, list) or not queries:
         raise UserError(f"{path}: expected a 'queries' list")
