@@ -9,25 +9,46 @@ from .staleness import Drift, last_touched
 
 
 def find_drift(fragments: list[Fragment], repos: dict[str, dict]) -> dict[str, list[Drift]]:
-    """fragment id → drifts, for fragments whose sources lie in a git repository ingested here."""
-    wanted = [f for f in fragments if f.status == "active" and any(s.repo in repos for s in f.sources)]
+    """fragment id → drifts, for fragments whose sources lie in a git repository ingested here.
+
+    ``repos`` is ``Store.git_repos()`` (repo key → row with ``name`` and ``path``). A source names its
+    repository by name; when several repositories share that name, the one holding the source's
+    commit is used (most recently ingested first)."""
+    by_name: dict[str, list[str]] = {}
+    for key, row in sorted(repos.items(), key=lambda kv: kv[1].get("ingested_at") or datetime.min, reverse=True):
+        by_name.setdefault(row.get("name", key), []).append(key)
+    wanted = [f for f in fragments if f.status == "active" and any(s.repo in by_name for s in f.sources)]
     if not wanted:
         return {}
     import git
 
     opened: dict[str, git.Repo | None] = {}
+
+    def open_key(key: str):
+        if key not in opened:
+            try:
+                opened[key] = git.Repo(repos[key]["path"])
+            except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+                opened[key] = None
+        return opened[key]
+
+    def holds(repo, sha: str | None) -> bool:
+        try:
+            return bool(sha) and repo.commit(sha) is not None
+        except (ValueError, git.BadName, git.BadObject, git.GitCommandError):
+            return False
+
     out: dict[str, list[Drift]] = {}
     for f in wanted:
         since = last_touched(f)
         for source in f.sources:
-            if source.repo not in repos:
+            keys = by_name.get(source.repo)
+            if not keys:
                 continue
-            if source.repo not in opened:
-                try:
-                    opened[source.repo] = git.Repo(repos[source.repo]["path"])
-                except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-                    opened[source.repo] = None
-            repo = opened[source.repo]
+            if len(keys) == 1:
+                repo = open_key(keys[0])
+            else:
+                repo = next((r for r in map(open_key, keys) if r is not None and holds(r, source.commit)), None)
             if repo is None:
                 continue
             commits = []

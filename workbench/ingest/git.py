@@ -1,9 +1,9 @@
 """Ingest markdown and code from a git repository (gitpython).
 
 Files at HEAD are chunked (see chunking.py); each chunk becomes a fragment whose id is
-stable across edits (repo, path, symbol), whose owner comes from CODEOWNERS or else the
-file's last author, and whose timestamps come from the history. Chunks that vanished
-from the repository are archived, never deleted.
+stable across edits (the repository's identity, path, symbol: see git_identity.py), whose
+owner comes from CODEOWNERS or else the file's last author, and whose timestamps come from
+the history. This module only reads: deciding what to write or archive is service_git.py's.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from ..config import WorkspaceConfig
 from ..errors import UserError
 from ..models import Content, Scope, Source
 from .chunking import CHUNKER_VERSION, Chunk, chunk_file
+from .git_identity import RepoIdentity, identify
 
 DEFAULT_INCLUDE = ("*.md", "*.markdown", "*.py", "*.txt", "*.rst", "*.go", "*.ts", "*.js", "*.sql", "*.sh",
                    "*.yaml", "*.yml", "*.toml", "*.tf")
@@ -124,9 +125,19 @@ def _slug(text: str, limit: int) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:limit] or "x"
 
 
-def chunk_id(repo: str, path: str, symbol: str) -> str:
-    digest = hashlib.sha1(f"{repo}\0{path}\0{symbol}".encode("utf-8")).hexdigest()[:8]
-    return f"git.{_slug(repo, 24)}.{_slug(path, 48)}.{_slug(symbol, 32)}.{digest}"
+def chunk_id(repo: RepoIdentity, path: str, symbol: str) -> str:
+    """``git.NAME.PATH.SYMBOL.DIGEST`` (at most 123 chars of ``[a-z0-9.-]``, no ``..``): the readable
+    part is slugged, the digest is over the repository's identity (root commit and remote), the
+    path and the symbol, so same-named folders holding different repositories never share ids."""
+    material = f"{repo.root}\0{repo.remote_key}\0{path}\0{symbol}"
+    digest = hashlib.sha1(material.encode("utf-8")).hexdigest()[:12]
+    return f"git.{_slug(repo.name, 24)}.{_slug(path, 48)}.{_slug(symbol, 32)}.{digest}"
+
+
+def included(path: str, patterns: list[str] | tuple[str, ...]) -> bool:
+    """True when a repository path matches an --include glob (by full path or by file name)."""
+    name = PurePosixPath(path).name
+    return any(fnmatch.fnmatch(path, p) or fnmatch.fnmatch(name, p) for p in patterns)
 
 
 def _kind(path: str, chunk: Chunk) -> str:
@@ -140,9 +151,20 @@ def _kind(path: str, chunk: Chunk) -> str:
     return "note"
 
 
+@dataclass(frozen=True)
+class RepoRead:
+    """What one read of a repository at HEAD found."""
+
+    identity: RepoIdentity
+    patterns: tuple[str, ...]            # the --include globs in effect
+    chunks: list[GitChunk]
+    errors: list[dict[str, str]]         # files that could not be read this run (they are not "gone")
+    warnings: list[dict[str, str]]
+
+
 def read_repo(path: str | Path, config: WorkspaceConfig, *, scope: Scope | None, include: list[str] | None,
-              fallback_owner: str | None = None) -> tuple[str, str, list[GitChunk], list[dict[str, str]]]:
-    """(repo name, head sha, chunks, errors) for the files at HEAD matching ``include``."""
+              fallback_owner: str | None = None) -> RepoRead:
+    """The repository's identity and the chunks of the files at HEAD matching ``include``."""
     repo = open_repo(path)
     try:
         root = Path(repo.working_tree_dir or path)
@@ -157,15 +179,18 @@ def read_repo(path: str | Path, config: WorkspaceConfig, *, scope: Scope | None,
             head = repo.head.commit
         except ValueError as e:
             raise UserError(f"{path} has no commits") from e
-        patterns = include or list(DEFAULT_INCLUDE)
+        identity = identify(repo, name=name, path=str(root.resolve()), head=head.hexsha)
+        warnings = [{"file": identity.path, "message": "shallow clone: its root commit is the shallow boundary, so "
+                                                   "chunk ids change if the history is deepened"}] \
+            if identity.shallow else []
+        patterns = tuple(include or DEFAULT_INCLUDE)
         log = history(repo)
         rules = codeowners(root)
         chunks: list[GitChunk] = []
         errors: list[dict[str, str]] = []
         seen: set[str] = set()
         for blob in head.tree.traverse():
-            if blob.type != "blob" or not any(fnmatch.fnmatch(blob.path, p) or fnmatch.fnmatch(
-                    PurePosixPath(blob.path).name, p) for p in patterns):
+            if blob.type != "blob" or not included(blob.path, patterns):
                 continue
             if blob.size > MAX_BYTES:
                 errors.append({"file": blob.path, "message": f"{blob.path}: skipped, larger than {MAX_BYTES} bytes"})
@@ -175,9 +200,10 @@ def read_repo(path: str | Path, config: WorkspaceConfig, *, scope: Scope | None,
             except UnicodeDecodeError:
                 errors.append({"file": blob.path, "message": f"{blob.path}: skipped, not UTF-8 text"})
                 continue
-            info = log.get(blob.path)
-            if info is None:
-                continue
+            # a file only a merge commit touched has no log entry: date it by HEAD rather than drop it
+            info = log.get(blob.path) or {"first": (head.hexsha, head.committed_date),
+                                          "last": (head.hexsha, head.committed_date, head.author.email or "",
+                                                   head.author.name or "")}
             last_sha, last_ts, email, author = info["last"]
             owner = owner_for(blob.path, rules, (email, author), config) or fallback_owner
             if owner is None:
@@ -195,16 +221,16 @@ def read_repo(path: str | Path, config: WorkspaceConfig, *, scope: Scope | None,
                 content = Content(kind=_kind(blob.path, chunk), title=title[:200], body=body, scope=scope, owner=owner,
                                   tags=("git", name), sources=(Source(blob.path, name, last_sha[:12],
                                                                       (chunk.start, chunk.end)),))
-                fid = chunk_id(name, blob.path, chunk.symbol)
+                fid = chunk_id(identity, blob.path, chunk.symbol)
                 n = 2
                 while fid in seen:
-                    fid, n = chunk_id(name, blob.path, f"{chunk.symbol} #{n}"), n + 1
+                    fid, n = chunk_id(identity, blob.path, f"{chunk.symbol} #{n}"), n + 1
                 seen.add(fid)
                 chunks.append(GitChunk(fid, content, _utc(info["first"][1]), _utc(last_ts), blob.path, chunk.start,
                                        chunk.text))
-        return name, head.hexsha, chunks, errors
+        return RepoRead(identity, patterns, chunks, errors, warnings)
     finally:
         repo.close()
 
 
-__all__ = ["read_repo", "CHUNKER_VERSION", "GitChunk", "open_repo"]
+__all__ = ["CHUNKER_VERSION", "GitChunk", "RepoRead", "included", "open_repo", "read_repo"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
@@ -15,9 +16,10 @@ class CurationQueries:
         """content hash → simhash."""
         return {r[0]: int(r[1]) for r in self._q("SELECT content_hash, simhash FROM simhashes")}
 
-    def put_simhashes(self, values: dict[str, int]) -> None:
-        if not values:
-            return
+    def put_simhashes(self, values: dict[str, int]) -> bool:
+        """Cache SimHashes (derived data): False, storing nothing, on a read-only workspace."""
+        if not values or not self.can_store_derived():
+            return False
         keys = list(values)
         batch = {"h": np.array(keys, dtype=object), "s": np.array([values[k] for k in keys], dtype=np.uint64)}
 
@@ -25,6 +27,7 @@ class CurationQueries:
             return self.con.execute("INSERT OR IGNORE INTO simhashes SELECT h, s FROM sim_batch")
 
         self._guard(insert)
+        return True
 
     def in_degrees(self) -> dict[str, int]:
         rows = self._q("SELECT dst, count(*) FROM (SELECT unnest(list_concat(links, supersedes)) AS dst "
@@ -61,8 +64,25 @@ class CurationQueries:
     # -- git repositories ----------------------------------------------------------------
 
     def git_repos(self) -> dict[str, dict[str, Any]]:
-        return {r[0]: {"path": r[1], "head": r[2], "ingested_at": r[3]}
-                for r in self._q("SELECT name, path, head, ingested_at FROM git_repos")}
+        """repo key → the repository as last ingested. The key is what ``git:KEY:PATH`` origins carry:
+        ROOT12[-REMOTE8] for rows written since migration 007, the folder name for older (legacy)
+        rows, whose ``root`` is None. ``adopted`` lists older keys whose chunks are this repository's."""
+        rows = self._q("SELECT repo_key, name, path, head, ingested_at, root_commit, remote, include_globs, adopted "
+                       "FROM git_repos ORDER BY repo_key")
+        return {r[0]: {"name": r[1], "path": r[2], "head": r[3], "ingested_at": r[4], "root": r[5], "remote": r[6],
+                       "include": json.loads(r[7]) if r[7] else None, "adopted": json.loads(r[8]) if r[8] else []}
+                for r in rows}
 
-    def put_git_repo(self, name: str, path: str, head: str | None, at: datetime) -> None:
-        self._q("INSERT OR REPLACE INTO git_repos VALUES (?, ?, ?, ?)", [name, path, head, at])
+    def put_git_repo(self, key: str, name: str, path: str, head: str | None, at: datetime, *,
+                     root: str | None = None, remote: str | None = None, include: list[str] | None = None,
+                     adopted: list[str] | tuple[str, ...] = ()) -> None:
+        """Record (or replace) one repository; ``root`` None writes a legacy-style row keyed by name."""
+        self._q("INSERT OR REPLACE INTO git_repos (repo_key, name, path, head, ingested_at, root_commit, remote, "
+                "include_globs, adopted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [key, name, path, head, at, root, remote, json.dumps(list(include)) if include is not None else None,
+                 json.dumps(list(adopted)) if adopted else None])
+
+    def drop_git_repos(self, keys: list[str]) -> None:
+        """Forget repositories another row has adopted (their fragments stay, under the adopter)."""
+        for key in keys:
+            self._q("DELETE FROM git_repos WHERE repo_key = ?", [key])
