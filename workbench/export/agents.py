@@ -78,6 +78,46 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60]
 
 
+_SAFE_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,127}")
+_RESERVED_RULES = frozenset({"workbench-always", "workbench-do-not"})
+
+
+def _file_names(ids: list[str], keep: Callable[[str], bool]) -> dict[str, str]:
+    """A distinct, safe file stem for each id, deterministic for the same ids: the id itself where
+    ``keep`` says it is already safe and unambiguous, else its slug plus a short hash of the id
+    (longer hashes, then a counter, if two would still meet)."""
+    import hashlib
+
+    names: dict[str, str] = {}
+    taken: set[str] = set()
+    unique = sorted(set(ids))
+    for i in unique:
+        if keep(i):
+            names[i] = i
+            taken.add(i)
+    for i in unique:
+        if i in names:
+            continue
+        digest = hashlib.sha256(i.encode("utf-8", "surrogatepass")).hexdigest()
+        stem = _slug(i)[:50].strip("-") or "fragment"
+        candidates = [f"{stem}-{digest[:n]}" for n in (8, 16, 64)]
+        candidates += [f"{stem}-{digest}-{n}" for n in range(2, 2 + len(unique))]
+        names[i] = next(c for c in candidates if c not in taken)
+        taken.add(names[i])
+    return names
+
+
+def rule_names(ids: list[str]) -> dict[str, str]:
+    """Cursor rule file stems: the slug when it equals the id, else slug plus hash, never a
+    name that two ids share or that the pinned and anti-pattern rules use."""
+    return _file_names(ids, lambda i: _slug(i) == i and i not in _RESERVED_RULES)
+
+
+def page_names(ids: list[str]) -> dict[str, str]:
+    """llms.txt page stems (``fragments/STEM.md``): the id when it is a safe id, else slug plus hash."""
+    return _file_names(ids, lambda i: bool(_SAFE_ID.fullmatch(i)))
+
+
 def _mdc(description: str, globs: list[str], always: bool, text: str) -> str:
     import json
 
@@ -104,8 +144,9 @@ def cursor_rules(sel: Selection) -> dict[str, str]:
         files[".cursor/rules/workbench-do-not.mdc"] = _mdc(
             f"Anti-patterns: what not to do in {sel.scope}", [], True,
             "# Do not\n\n" + "\n\n".join(_avoid_md(f, "##") for f in sel.avoid))
+    names = rule_names([f.id for f in sel.knowledge])
     for f in sel.knowledge:
-        files[f".cursor/rules/{_slug(f.id)}.mdc"] = _mdc(
+        files[f".cursor/rules/{names[f.id]}.mdc"] = _mdc(
             f"{f.title} ({f.kind}; {cite(f)})".replace("\n", " "), _globs(f), False, _item_md(f, "#"))
     return files
 
@@ -125,8 +166,10 @@ def llms_txt(sel: Selection) -> dict[str, str]:
         first = re.sub(r"[*`]", "", first)
         return (first[:140] + "…") if len(first) > 140 else first
 
+    pages = page_names([f.id for f in (*sel.pins, *sel.avoid, *sel.knowledge)])
+
     def link(f: Fragment) -> str:
-        return f"- [{f.title}](fragments/{f.id}.md): {summary(f)} (`{cite(f)}`)"
+        return f"- [{f.title}](fragments/{pages[f.id]}.md): {summary(f)} (`{cite(f)}`)"
 
     lines = [f"# {sel.title}", "", f"> Curated engineering knowledge for agents working in `{sel.scope}`: "
              "pinned rules, anti-patterns to avoid, and the most authoritative fragments.", ""]
@@ -139,7 +182,7 @@ def llms_txt(sel: Selection) -> dict[str, str]:
         lines += [f"## {heading}", ""] + [link(f) for f in items] + [""]
         full += [f"## {heading}", ""] + [render(f) + "\n" for f in items]
         for f in items:
-            files[f"fragments/{f.id}.md"] = render(f, "#") + "\n"
+            files[f"fragments/{pages[f.id]}.md"] = render(f, "#") + "\n"
     files["llms.txt"] = "\n".join(lines).rstrip() + "\n"
     files["llms-full.txt"] = "\n".join(full).rstrip() + "\n"
     return files

@@ -1,12 +1,16 @@
-"""Write fragments back to fragment files that re-ingest to the same state."""
+"""Write fragments back to fragment files that re-ingest to the same state.
+
+File names come from data (org, repo, fragment id); ``export.writer`` refuses any that
+would land outside the folder, so a hostile id cannot write elsewhere.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import UserError
 from ..ingest.files import render_fragment
 from ..models import Fragment
+from .writer import check_folder, write_tree
 
 
 def planned(fragments: list[Fragment]) -> list[tuple[str, str]]:
@@ -15,19 +19,5 @@ def planned(fragments: list[Fragment]) -> list[tuple[str, str]]:
 
 
 def export_files(fragments: list[Fragment], out: Path, *, force: bool = False, progress=None) -> list[Path]:
-    if out.exists() and not out.is_dir():
-        raise UserError(f"{out} is not a folder")
-    if out.is_dir() and any(out.iterdir()) and not force:
-        raise UserError(f"{out} is not empty (use --force to write into it)")
-    written = []
-    plan = planned(fragments)
-    for done, (relative, text) in enumerate(plan, start=1):
-        path = out / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".md.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-        written.append(path)
-        if progress and (done % 50 == 0 or done == len(plan)):
-            progress("export", done, len(plan))
-    return written
+    check_folder(out, force=force)  # before rendering: a refusal costs nothing
+    return write_tree(out, planned(fragments), force=force, progress=progress, stage="export")
