@@ -1,10 +1,19 @@
-"""Open a workspace database: connect, load the shipped vss and fts extensions by
-path, and turn lock conflicts into a clear "workspace busy" error.
+"""Open a workspace database: decide read-write or read-only, connect, load the shipped
+vss and fts extensions by path, and turn lock conflicts into a clear "workspace busy" error.
 
 Extensions are never INSTALLed from the network: the ``duckdb-extension-vss`` and
 ``duckdb-extension-fts`` packages ship the ``.duckdb_extension`` files, which are
 loaded right after connecting (vss must be loaded before a file with an HNSW
 index is touched).
+
+Read-only is decided before connecting, from the file system, because DuckDB alone
+cannot tell: root (as in CI) opens and writes a 0444 file, and in a folder without a
+write bit DuckDB opens a writable file read-write and fails only at the first COMMIT
+(it must create ``workbench.duckdb.wal`` next to the file). So the workspace is
+read-only when no one may write the file or its folder (mode bits), when this user
+may not (``os.access``), or on a read-only file system; and, as a last resort, when
+DuckDB's read-write open fails with a permission or read-only file system error. This
+module decides and opens; it must not run migrations or queries.
 """
 
 from __future__ import annotations
@@ -14,9 +23,12 @@ import os
 import time
 from pathlib import Path
 
-from ..errors import StoreError, WorkspaceBusy
+from ..errors import ReadOnly, StoreError, WorkspaceBusy
 
 EXTENSIONS = ("vss", "fts")
+# DuckDB's read-write open failing for one of these reasons means "open it read-only instead"
+_READ_ONLY_ERRORS = {"read-only file system": "read-only file system",
+                     "permission denied": "the operating system denied write access"}
 
 
 def extension_path(name: str) -> Path:
@@ -33,7 +45,79 @@ def extension_path(name: str) -> Path:
     raise StoreError(f"duckdb {duckdb.__version__} cannot load {found[-1]}: pin duckdb to the extension's version")
 
 
-def connect(path: Path, *, read_only: bool = False, lock_timeout: float | None = None):
+def _wording(error: Exception, path: Path) -> str:
+    """DuckDB's message without the file name, lower-cased: match its words, never the path
+    (a workspace may live in a folder called "blocks" or "permission denied")."""
+    text = str(error)
+    for name in {str(path), str(Path(path).resolve())}:
+        text = text.replace(name, "")
+    return text.lower()
+
+
+def read_only_message(where: Path, why: str, what: str = "write") -> str:
+    """The one wording of the read-only error (exit 2)."""
+    return f"workspace is read-only: {where} ({why}; cannot {what})"
+
+
+def writable_problem(path: Path) -> tuple[Path, str] | None:
+    """Why the database at ``path`` cannot be written, as (the path to blame, the reason),
+    or None when it can. Mode bits count even for root: a file or folder with no write bit
+    for anyone is read-only on purpose."""
+    folder = path.parent
+    statvfs = getattr(os, "statvfs", None)
+    try:
+        if statvfs is not None and statvfs(folder).f_flag & os.ST_RDONLY:
+            return path, "read-only file system"
+    except OSError:
+        pass
+    wal = path.with_name(path.name + ".wal")
+    for target, what in ((path, "database file"), (wal, "write-ahead log")):
+        try:
+            mode = target.stat().st_mode & 0o777
+        except OSError:
+            continue  # a missing file is created in the folder (checked below)
+        if not mode & 0o222:
+            return target, f"the {what} has mode {mode:04o}, no write permission"
+        if not os.access(target, os.W_OK):
+            return target, f"this user may not write the {what}"
+    try:
+        mode = folder.stat().st_mode & 0o777
+    except OSError:
+        return None  # no folder: connecting reports it
+    wal_note = f"DuckDB must create {wal.name} there to write"
+    if not mode & 0o222:
+        return folder, f"the workspace folder has mode {mode:04o}, no write permission; {wal_note}"
+    if not os.access(folder, os.W_OK):
+        return folder, f"this user may not write the workspace folder; {wal_note}"
+    return None
+
+
+def open_database(path: Path, *, read_only: bool | None = None, lock_timeout: float | None = None
+                  ) -> tuple[object, tuple[Path, str] | None]:
+    """Connect to ``path``; returns (connection, None) when it is writable, else (a read-only
+    connection, (path to blame, reason)). ``read_only``: None decides from the file system,
+    True always opens read-only, False insists on writing (a read-only workspace raises ``ReadOnly``)."""
+    import duckdb
+
+    if read_only:
+        return connect(path, read_only=True, lock_timeout=lock_timeout), (path, "opened read-only")
+    problem = writable_problem(path)
+    if problem is None:
+        try:
+            return connect(path, lock_timeout=lock_timeout, _raw_errors=True), None
+        except duckdb.Error as e:
+            why = next((reason for needle, reason in _READ_ONLY_ERRORS.items() if needle in _wording(e, path)), None)
+            if why is None:
+                raise StoreError(f"cannot open {path}: {e}") from e
+            problem = (path, why)
+    if read_only is False:
+        raise ReadOnly(read_only_message(*problem))
+    if not path.exists():
+        raise ReadOnly(read_only_message(problem[0], problem[1], "create the database"))
+    return connect(path, read_only=True, lock_timeout=lock_timeout), problem
+
+
+def connect(path: Path, *, read_only: bool = False, lock_timeout: float | None = None, _raw_errors: bool = False):
     """Connect to ``path`` with vss and fts loaded. Waits up to ``lock_timeout`` seconds
     (default ``WORKBENCH_LOCK_TIMEOUT`` or 2) for another process to let go."""
     import duckdb
@@ -48,13 +132,18 @@ def connect(path: Path, *, read_only: bool = False, lock_timeout: float | None =
                                          "autoload_known_extensions": False})
             break
         except duckdb.IOException as e:
-            if "lock" not in str(e).lower():
+            message = _wording(e, path)
+            if "could not set lock" not in message and "conflicting lock" not in message:
+                if _raw_errors:
+                    raise
                 raise StoreError(f"cannot open {path}: {e}") from e
             if time.monotonic() >= deadline:
                 raise WorkspaceBusy(f"workspace busy: another workbench process is using {path.parent} "
                                     "(try again when it finishes)") from e
             time.sleep(0.1)
         except duckdb.Error as e:
+            if _raw_errors:
+                raise
             raise StoreError(f"cannot open {path}: {e}") from e
     try:
         for name in EXTENSIONS:

@@ -2,6 +2,11 @@
 
 Migrations are data: ``migrations/NNN_name.sql`` files. An applied migration is
 never edited; a change is a new file with the next number.
+
+A read-only workspace is never migrated. It can still be read when every pending
+migration is one this code can read without: a migration says so with a comment line
+``-- read-compatible: WHY`` (e.g. it adds an index, or a table only writes use).
+Without that line a pending migration blocks reads, with a message saying so.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from pathlib import Path
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 _NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
+_READ_COMPATIBLE = re.compile(r"^--\s*read-compatible:", re.MULTILINE)
 
 
 def available() -> list[tuple[int, str, Path]]:
@@ -52,3 +58,43 @@ def migrate(con) -> list[int]:
 def pending(con) -> list[int]:
     done = applied(con)
     return [n for n, _, _ in available() if n not in done]
+
+
+def recorded(con) -> set[int]:
+    """The applied numbers, creating nothing: safe on a read-only connection."""
+    found = con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
+                        "AND schema_name = 'main' AND table_name = 'schema_migrations'").fetchone()[0]
+    if not found:
+        return set()
+    return {row[0] for row in con.execute("SELECT version FROM schema_migrations").fetchall()}
+
+
+def read_compatible(path: Path) -> bool:
+    """Whether this code can read a database that lacks migration ``path``."""
+    return bool(_READ_COMPATIBLE.search(path.read_text(encoding="utf-8")))
+
+
+def check_readable(con) -> list[tuple[int, str]]:
+    """For a read-only connection: the pending migrations (number, name), all read-compatible.
+    Raises ``SchemaBehind`` when one of them is not (reads would fail on missing tables)."""
+    done = recorded(con)
+    pending = [(n, name, path) for n, name, path in available() if n not in done]
+    blocking = [(n, name) for n, name, path in pending if not read_compatible(path)]
+    if blocking:
+        raise SchemaBehind(sorted(done), [(n, name) for n, name, _ in pending], blocking)
+    return [(n, name) for n, name, _ in pending]
+
+
+def describe(pending: list[tuple[int, str]]) -> str:
+    return ", ".join(f"{n:03d}_{name}" for n, name in pending)
+
+
+class SchemaBehind(Exception):
+    """A read-only database whose schema is too old for this code to read (Store turns this
+    into a UserError naming the file)."""
+
+    def __init__(self, done: list[int], pending: list[tuple[int, str]], blocking: list[tuple[int, str]]):
+        self.done, self.pending, self.blocking = done, pending, blocking
+        super().__init__(f"its schema is older than this workbench's (migration {max(done, default=0)} applied, "
+                         f"{describe(pending)} pending; reads need {describe(blocking)}), and a read-only "
+                         "database cannot be upgraded: open it once with write access")

@@ -2,6 +2,10 @@
 
 Mixed into ``Store``; the only SQL retrieval needs. Embeddings are keyed by the hash of
 the embedded text and the model name, so unchanged text is never embedded twice.
+
+Embeddings, authority and traces are derived data: on a read-only workspace their
+writers store nothing and return False (authority is kept in memory for this process),
+and they never raise the read-only error that user writes raise.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ def vector_literal(vector: np.ndarray) -> str:
 
 
 class RetrievalQueries:
-    # The host class (Store) provides _q, con and transaction().
+    # The host class (Store) provides _q, con, transaction(), read_only and can_store_derived().
 
     # -- generation: bumped by every write that changes what retrieval sees --------------
 
@@ -33,6 +37,7 @@ class RetrievalQueries:
     # Store: the generation can be read once and then tracked in memory.
     _generation: int | None = None
     _pins_cache: tuple[int, list[dict[str, Any]]] | None = None
+    _memory_authority: tuple[int, dict[str, tuple[float, int, int]]] | None = None
 
     def generation(self) -> int:
         if self._generation is None:
@@ -61,9 +66,10 @@ class RetrievalQueries:
     def embedding_count(self, model: str) -> int:
         return self._q("SELECT count(*) FROM embeddings WHERE model = ?", [model])[0][0]
 
-    def put_embeddings(self, model: str, hashes: list[str], matrix: np.ndarray) -> None:
-        if not hashes:
-            return
+    def put_embeddings(self, model: str, hashes: list[str], matrix: np.ndarray) -> bool:
+        """Store vectors; False when nothing was stored (none given, or a read-only workspace)."""
+        if not hashes or not self.can_store_derived():
+            return False
         matrix = np.ascontiguousarray(matrix, dtype=np.float32)
         n, dim = matrix.shape
         batch = {"h": np.repeat(np.array(hashes, dtype=object), dim),
@@ -75,6 +81,7 @@ class RetrievalQueries:
 
         with self.transaction():
             self._guard(insert)
+        return True
 
     # -- DuckDB-native dense path (exact scan), kept for comparison and SQL users ---------
 
@@ -127,7 +134,12 @@ class RetrievalQueries:
                        "AS s FROM fragments WHERE status = 'active')")
         return [(fid, f"source:{repo or '-'}/{path}") for fid, repo, path in rows]
 
-    def put_authority(self, scores: dict[str, tuple[float, int, int]], generation: int) -> None:
+    def put_authority(self, scores: dict[str, tuple[float, int, int]], generation: int) -> bool:
+        """Store PageRank for ``generation``; on a read-only workspace keep it in memory
+        (``authority`` answers from there) and return False."""
+        if not self.can_store_derived():
+            self._memory_authority = (generation, dict(scores))
+            return False
         ids = list(scores)
         batch = {"id": np.array(ids, dtype=object),
                  "score": np.array([scores[i][0] for i in ids], dtype=np.float64),
@@ -142,12 +154,21 @@ class RetrievalQueries:
             self._q("DELETE FROM authority")
             if ids:
                 self._guard(insert)
+        return True
 
-    def touch_authority(self, generation: int) -> None:
+    def touch_authority(self, generation: int) -> bool:
         """The link graph did not change: the stored PageRank holds for ``generation`` too."""
+        if not self.can_store_derived():
+            if self._memory_authority is not None:
+                self._memory_authority = (generation, self._memory_authority[1])
+            return False
         self._q("UPDATE authority SET generation = ?", [generation])
+        return True
 
     def authority(self) -> tuple[int | None, dict[str, tuple[float, int, int]]]:
+        if self.read_only and self._memory_authority is not None:
+            generation, scores = self._memory_authority
+            return generation, dict(scores)
         rows = self._q("SELECT fragment_id, score, in_links, out_links, generation FROM authority")
         if not rows:
             return None, {}
@@ -182,10 +203,15 @@ class RetrievalQueries:
 
     # -- traces ----------------------------------------------------------------------------
 
-    def put_trace(self, trace: dict[str, Any]) -> None:
+    def put_trace(self, trace: dict[str, Any]) -> bool:
+        """Store a trace; False (nothing stored) on a read-only workspace, so the caller can
+        say "trace not stored"."""
+        if not self.can_store_derived():
+            return False
         self._q("INSERT INTO traces VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [trace["id"], trace["created_at"], trace["kind"], trace["query"], trace["principal"],
                  trace.get("scope"), json.dumps(trace["settings"]), json.dumps(trace["served"])])
+        return True
 
     def trace(self, trace_id: str) -> dict[str, Any] | None:
         rows = self._q("SELECT id, created_at, kind, query, principal, scope, settings, served FROM traces "

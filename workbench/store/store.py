@@ -10,13 +10,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..errors import StoreError
+from ..errors import ReadOnly, StoreError
 from ..models import Content, Fragment, Scope, Version
 from . import migrations
-from .connect import connect
+from .connect import open_database, read_only_message
 from .curation import CurationQueries
 from .export import ExportQueries
 from .fts import FtsQueries
+from .overrides import OverrideQueries
 from .retrieval import RetrievalQueries
 
 _FRAGMENT_COLS = ("id, version, kind, title, body, org, repo, persona, session, owner, status, tags, links, "
@@ -27,25 +28,51 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
-class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries):
-    """One open workspace database."""
+class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, OverrideQueries):
+    """One open workspace database.
 
-    def __init__(self, path: Path, *, read_only: bool = False, lock_timeout: float | None = None):
+    ``read_only``: None (default) opens read-write when the file system allows it and
+    read-only otherwise (see ``connect.open_database``); True always opens read-only;
+    False insists on writing. In read-only mode nothing is migrated, user writes raise a
+    ``ReadOnly`` error (``require_writable``) and derived data (embeddings, authority, traces,
+    the FTS index) is kept in memory or skipped instead of stored."""
+
+    def __init__(self, path: Path, *, read_only: bool | None = None, lock_timeout: float | None = None):
         self.path = Path(path)
-        self.read_only = read_only
+        self._mode = read_only
+        self.read_only = bool(read_only)  # the mode of the current connection (decided on each connect)
+        self.read_only_reason: str | None = "opened read-only" if read_only else None
+        self.schema_pending: list[tuple[int, str]] = []  # read-only only: read-compatible migrations not applied
         self.lock_timeout = lock_timeout
         self._con = None
         self._depth = 0
+        self._blame = self.path
+        self._memory_authority = None  # read-only: PageRank computed in memory (see put_authority)
         self._connect()
 
     # -- plumbing ---------------------------------------------------------------------
 
     def _connect(self) -> None:
-        self._con = connect(self.path, read_only=self.read_only, lock_timeout=self.lock_timeout)
+        import duckdb
+
+        con, problem = open_database(self.path, read_only=self._mode, lock_timeout=self.lock_timeout)
         self._generation = None  # another process may have written while we were away
         self._pins_cache = None
-        if not self.read_only:
-            self._guard(migrations.migrate, self._con)
+        self.read_only = problem is not None
+        self._blame, self.read_only_reason = problem if problem else (self.path, None)
+        self.schema_pending = []
+        try:
+            if self.read_only:
+                self.schema_pending = migrations.check_readable(con)
+            else:
+                migrations.migrate(con)
+        except migrations.SchemaBehind as e:
+            con.close()
+            raise ReadOnly(read_only_message(self._blame, f"{self.read_only_reason}; {e}", "read it")) from e
+        except duckdb.Error as e:
+            con.close()
+            raise StoreError(f"database error: {e}") from e
+        self._con = con
 
     @property
     def con(self):
@@ -66,20 +93,47 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries):
             self._con.close()
             self._con = None
 
+    def require_writable(self, what: str = "write") -> None:
+        """Raise ``ReadOnly`` (a UserError, exit 2) unless this workspace can be written.
+        Called by every user write (``transaction``); derived-data writers ask
+        ``can_store_derived`` instead and skip their write."""
+        if self._con is None:
+            self._connect()  # the mode is decided when the file is (re)opened
+        if self.read_only:
+            raise ReadOnly(read_only_message(self._blame, self._read_only_why(), what))
+
+    def can_store_derived(self) -> bool:
+        """Whether derived data (embeddings, authority, FTS, traces, simhashes) may be stored;
+        when not, it is computed in memory and not stored. Never raises for read-only."""
+        if self._con is None:
+            self._connect()
+        return not self.read_only
+
+    def _read_only_why(self) -> str:
+        why = self.read_only_reason or "read-only"
+        if self.schema_pending:
+            why += (f"; also, its schema is older than this workbench's ({migrations.describe(self.schema_pending)} "
+                    "not applied) and is upgraded on the first writable open")
+        return why
+
     def _guard(self, fn, *args):
         import duckdb
 
         try:
             return fn(*args)
         except duckdb.Error as e:
+            if _refused_write(e):  # a write that reached a read-only file: say so, never a traceback
+                why = self._read_only_why() if self.read_only else f"DuckDB could not write: {e}"
+                raise ReadOnly(read_only_message(self._blame, why)) from e
             raise StoreError(f"database error: {e}") from e
 
     def _q(self, sql: str, params: list[Any] | tuple = ()) -> list[tuple]:
         return self._guard(lambda: self.con.execute(sql, list(params)).fetchall())
 
     @contextmanager
-    def transaction(self) -> Iterator["Store"]:
-        """All writes inside commit together or not at all. Nested use joins the outer one."""
+    def transaction(self, what: str = "write") -> Iterator["Store"]:
+        """All writes inside commit together or not at all. Nested use joins the outer one.
+        A transaction is a user write: on a read-only workspace it raises before anything runs."""
         if self._depth:
             self._depth += 1
             try:
@@ -87,6 +141,7 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries):
             finally:
                 self._depth -= 1
             return
+        self.require_writable(what)
         self._q("BEGIN TRANSACTION")
         self._depth = 1
         try:
@@ -104,7 +159,7 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries):
         self._q("COMMIT")
 
     def schema_versions(self) -> list[int]:
-        return sorted(migrations.applied(self.con))
+        return sorted(migrations.recorded(self.con) if self.read_only else migrations.applied(self.con))
 
     # -- reads ------------------------------------------------------------------------
 
@@ -291,6 +346,13 @@ _BATCH_COLUMNS = ("{id: 'VARCHAR', version: 'INTEGER', author: 'VARCHAR', writte
                   "status: 'VARCHAR', tags: 'VARCHAR[]', links: 'VARCHAR[]', supersedes: 'VARCHAR[]', "
                   "sources: 'JSON', details: 'JSON', created_at: 'TIMESTAMP', verified_at: 'TIMESTAMP', "
                   "origin: 'VARCHAR'}")
+
+
+def _refused_write(error: Exception) -> bool:
+    """DuckDB refused a write: the connection is read-only, or the file system said no at commit."""
+    text = str(error).lower()
+    return ("read-only mode" in text or
+            ("failed to commit" in text and ("permission denied" in text or "read-only file system" in text)))
 
 
 def _fragment(row: tuple) -> Fragment:
