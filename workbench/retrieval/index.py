@@ -1,24 +1,31 @@
 """The in-memory search index of one workspace generation.
 
 Holds the active fragments in a fixed order with their scope columns, freshness ages,
-authority, text and (lazily) their embedding matrix and lexical backends. Rebuilt when
+links, text and (lazily) their embedding matrix and lexical backends. Rebuilt when
 the store's generation changes; vectors of unchanged text are reused, never re-embedded.
+
+Ranking statistics are per caller: ``authority_for(mask)`` is PageRank over the subgraph a
+caller may see (cached per visibility signature: the visibility groups the mask covers),
+and the lexical backends take the caller's mask. ``authority`` (whole-workspace PageRank,
+normalised) remains for whole-workspace views only; ranking must not use it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import threading
+from collections import OrderedDict
 from datetime import datetime
 from typing import Callable
 
 import numpy as np
 
 from ..models import Fragment, Principal, Scope
-from ..rank.authority import pagerank
+from ..rank.authority import edge_arrays, pagerank, visible_authority
 from .lexical import Bm25s, DuckdbFts, check_backend
 
 CHUNKER_VERSION = "fragment-v1"
+AUTHORITY_CACHE = 64  # visibility signatures whose authority is kept per index
 
 
 def index_text(f: Fragment) -> str:
@@ -40,7 +47,8 @@ def text_hash(text: str) -> str:
 
 class SearchIndex:
     def __init__(self, fragments: list[Fragment], generation: int, store, embedder,
-                 authority: dict[str, tuple[float, int, int]], progress: Callable | None = None):
+                 authority: dict[str, tuple[float, int, int]], progress: Callable | None = None, *,
+                 links: list[tuple[str, str]] = (), source_links: list[tuple[str, str]] = ()):
         self.generation = generation
         self.store = store
         self.embedder = embedder
@@ -69,6 +77,9 @@ class SearchIndex:
         self.graph_sig: int | None = None
         self._lock = threading.Lock()
         self.progress = progress
+        self._links, self._sources, self.source_names = edge_arrays(self.ids, links, source_links, self.pos)
+        self._authority: OrderedDict[bytes, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = OrderedDict()
+        self._authority_lock = threading.Lock()
 
     # -- visibility ---------------------------------------------------------------------
 
@@ -77,6 +88,55 @@ class SearchIndex:
         verdict = np.array([principal.can_see(scope, owner=owner) and applies(scope, within)
                             for scope, owner in self._group_keys], dtype=bool)
         return verdict[self._group] if len(self.ids) else np.zeros(0, dtype=bool)
+
+    def _signature(self, mask: np.ndarray) -> bytes:
+        """The visibility groups ``mask`` covers (or, for a mask that splits a group, the mask)."""
+        covered = np.zeros(len(self._group_keys), dtype=bool)
+        covered[self._group[mask]] = True
+        if np.array_equal(covered[self._group], mask):
+            return b"g" + np.packbits(covered).tobytes()
+        return b"m" + np.packbits(mask).tobytes()
+
+    # -- authority ----------------------------------------------------------------------
+
+    def _visible_graph(self, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(normalised authority, PageRank, in-degree, out-degree) over the subgraph of the
+        fragments in ``mask``, computed once per visibility signature."""
+        key = self._signature(mask)
+        with self._authority_lock:
+            hit = self._authority.get(key)
+            if hit is not None:
+                self._authority.move_to_end(key)
+                return hit
+        rank, in_degree, out_degree = visible_authority(mask, self._links, self._sources)
+        top = rank.max() if rank.size else 0.0
+        entry = (rank / top if top > 0 else rank, rank, in_degree, out_degree)
+        with self._authority_lock:
+            self._authority[key] = entry
+            while len(self._authority) > AUTHORITY_CACHE:
+                self._authority.popitem(last=False)
+        return entry
+
+    def authority_for(self, mask: np.ndarray) -> np.ndarray:
+        """Per-fragment authority in [0, 1] for a caller who sees ``mask``: PageRank over the
+        fragments in the mask and the sources they cite, divided by its max there; 0 outside."""
+        return self._visible_graph(mask)[0]
+
+    def graph_authority(self, mask: np.ndarray) -> dict[str, tuple[float, int, int]]:
+        """Fragment id → (PageRank, in-links, out-links) within the subgraph of the fragments in
+        ``mask`` (and the sources they cite), for the fragments in the mask: what
+        ``store.authority()`` holds for the whole workspace, as one caller may see it."""
+        _, rank, in_degree, out_degree = self._visible_graph(mask)
+        return {self.ids[i]: (float(rank[i]), int(in_degree[i]), int(out_degree[i])) for i in np.flatnonzero(mask)}
+
+    def adopt_authority(self, previous: "SearchIndex | None") -> None:
+        """Keep the previous generation's per-caller authority when links and visibility groups
+        are unchanged (an edit of text only)."""
+        if (previous is not None and previous.graph_sig is not None and previous.graph_sig == self.graph_sig
+                and previous.ids == self.ids and previous._group_keys == self._group_keys
+                and np.array_equal(previous._group, self._group)):
+            with previous._authority_lock:
+                self._authority = OrderedDict(previous._authority)
 
     # -- vectors ------------------------------------------------------------------------
 
@@ -166,8 +226,10 @@ def build(store, embedder, previous: SearchIndex | None = None, progress: Callab
         else:
             authority = pagerank([f.id for f in fragments], edges, source_edges=source_edges)
             store.put_authority(authority, generation)
-    index = SearchIndex(fragments, generation, store, embedder, authority, progress)
+    index = SearchIndex(fragments, generation, store, embedder, authority, progress, links=edges,
+                        source_links=source_edges)
     index.graph_sig = graph_sig
+    index.adopt_authority(previous)
     index.adopt_vectors(previous)
     return index
 

@@ -1,8 +1,11 @@
 """Lexical backends, chosen by name: ``bm25s`` (default) and ``duckdb-fts``.
 
 A backend is built over the index's texts (position i = fragment i) and answers
-``scores(query) -> float array`` with 0 where a document does not match. Building
-bm25s is one full rebuild per index generation (well under 1 s at 10k fragments).
+``scores(query, mask) -> float array`` with 0 where a document does not match or is outside
+the mask. Every corpus statistic behind a score (N, document frequencies, idf, average
+length) is computed over the documents in the caller's mask only, so a caller's scores do
+not depend on text they cannot see. Building bm25s is one full rebuild per index generation
+(well under 1 s at 10k fragments).
 """
 
 from __future__ import annotations
@@ -102,12 +105,12 @@ def identifiers(text: str) -> list[str]:
 class LexicalBackend(Protocol):
     name: str
 
-    def scores(self, query: str) -> np.ndarray: ...
+    def scores(self, query: str, mask: np.ndarray | None = None) -> np.ndarray: ...
 
 
 class Bm25s:
     """BM25 as bm25s scores it (Lucene, k1=1.5, b=0.75) over stemmed, stopword-free tokens,
-    built vectorised (see rank/bm25.py for why and for the equality check)."""
+    built vectorised, with its statistics taken over the caller's mask (see rank/bm25.py)."""
 
     name = "bm25s"
 
@@ -119,16 +122,19 @@ class Bm25s:
         self.size = len(texts)
         self.matrix = BM25Matrix(docs, len(_VOCAB))
 
-    def scores(self, query: str) -> np.ndarray:
-        return self.matrix.scores(token_ids(tokenize(query), grow=False))
+    def scores(self, query: str, mask: np.ndarray | None = None) -> np.ndarray:
+        """BM25 of each document over the documents in ``mask`` (all when None); 0 outside it."""
+        return self.matrix.scores(token_ids(tokenize(query), grow=False), mask)
 
-    def document_frequency(self, token: str) -> int:
+    def document_frequency(self, token: str, mask: np.ndarray | None = None) -> int:
+        """How many documents in ``mask`` (all when None) contain ``token``."""
         tid = _VOCAB.get(token)
-        return 0 if tid is None else self.matrix.document_frequency(tid)
+        return 0 if tid is None else self.matrix.document_frequency(tid, mask)
 
 
 class DuckdbFts:
-    """DuckDB's FTS extension (BM25 with the porter stemmer and English stopwords)."""
+    """DuckDB's FTS extension (BM25 with the porter stemmer and English stopwords), scored in
+    SQL from the FTS index tables over the caller's visible documents (store/fts.py)."""
 
     name = "duckdb-fts"
 
@@ -137,10 +143,17 @@ class DuckdbFts:
         self.pos = {fid: i for i, fid in enumerate(ids)}
         self.store = store
         store.build_fts(ids, texts, generation)
+        docids = store.fts_doc_ids()
+        self.docid = np.array([docids.get(fid, -1) for fid in ids], dtype=np.int64)  # -1: not indexed
 
-    def scores(self, query: str) -> np.ndarray:
+    def scores(self, query: str, mask: np.ndarray | None = None) -> np.ndarray:
+        """``match_bm25``'s BM25 with N, df and avgdl over the documents in ``mask``."""
         out = np.zeros(len(self.ids), dtype=np.float32)
-        for fid, score in self.store.fts_scores(query).items():
+        visible = self.docid if mask is None else self.docid[mask]
+        visible = visible[visible >= 0]
+        if visible.size == 0:
+            return out
+        for fid, score in self.store.fts_scores(query, visible.tolist()).items():
             i = self.pos.get(fid)
             if i is not None:
                 out[i] = score

@@ -2,7 +2,12 @@
 pins first → min_score → optional rerank → hits and a separate "avoid" list.
 
 The scope mask is applied to every score vector before any ranking or top-k cut, so k
-results come back whenever k visible fragments match.
+results come back whenever k visible fragments match. No oracles: every statistic behind a
+score is computed over what the caller can see — BM25's N, df, idf and average length over
+the mask, the rare-identifier switch over visible document counts, authority as PageRank
+over the caller's visible subgraph, and fusion, prior and "avoid" normalisations over the
+(visible) candidates — so a caller's results and scores do not change with fragments they
+cannot see (tests/test_no_oracles.py).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ DENSE_PATHS = ("numpy", "duckdb")
 AVOID_RATIO = 0.5
 IDENTIFIER_DENSE_WEIGHT = 0.3
 RARE_DOCS, RARE_SHARE = 5, 0.005
+ROW_BLOCK = 16  # dense dot products are taken in whole blocks of rows (see _dot_rows)
 
 
 @dataclass(frozen=True)
@@ -112,14 +118,15 @@ def rank(index: SearchIndex, query: str, principal: Principal, settings: Setting
     stages: dict[str, float] = {}
     n = len(index.ids)
     mask = index.visible(principal, within)
+    authority = index.authority_for(index.visible(principal)) if n else np.zeros(0)
     lexical = np.full(n, -np.inf, dtype=np.float64)
     dense = np.full(n, -np.inf, dtype=np.float64)
     exact = False
     if settings.pipeline in ("hybrid", "bm25"):
         t = time.perf_counter()
         backend = index.lexical(settings.lexical)
-        exact = _rare_identifier(backend, query, n)
-        raw = backend.scores(query).astype(np.float64)
+        exact = _rare_identifier(backend, query, mask)
+        raw = backend.scores(query, mask).astype(np.float64)
         lexical = np.where(mask & (raw > 0), raw, -np.inf)
         stages["lexical"] = (time.perf_counter() - t) * 1000
     if settings.pipeline in ("hybrid", "dense"):
@@ -146,14 +153,15 @@ def rank(index: SearchIndex, query: str, principal: Principal, settings: Setting
     fresh = np.ones(n)
     if settings.use_priors and settings.pipeline == "hybrid" and n:
         fresh = rank_priors.freshness(index.ages_days(now), index.half_lives(settings.priors.half_life))
-        final = rank_priors.apply(final, fresh, index.authority, settings.priors, depth=settings.depth)
+        final = rank_priors.apply(final, fresh, authority, settings.priors, depth=settings.depth)
     pinned = {index.pos[i] for i in pinned_ids if i in index.pos and mask[index.pos[i]]}
     depth = max(settings.depth, settings.k * 3)
     order = [int(i) for i in top_k(final, depth)]
     order = [i for i in order if i in pinned] + [i for i in order if i not in pinned]
     stages["fusion"] = (time.perf_counter() - t) * 1000
     return Ranking(order=order, final=final, pinned=pinned, stages_ms=stages,
-                   parts={"lexical": lexical, "dense": dense, "fused": fused, "freshness": fresh})
+                   parts={"lexical": lexical, "dense": dense, "fused": fused, "freshness": fresh,
+                          "authority": authority})
 
 
 @lru_cache(maxsize=1)
@@ -163,23 +171,41 @@ def _blas():
     return ThreadpoolController()
 
 
-def _rare_identifier(backend, query: str, n: int) -> bool:
-    """True when the query names an identifier that only a few documents contain."""
+def _rare_identifier(backend, query: str, mask: np.ndarray) -> bool:
+    """True when the query names an identifier that only a few of the caller's visible
+    documents contain (counts and the corpus size are over ``mask`` only)."""
     df = getattr(backend, "document_frequency", None)
     if df is None:
         return False
-    limit = max(RARE_DOCS, int(RARE_SHARE * n))
-    return any(0 < df(token) <= limit for token in identifiers(query))
+    limit = max(RARE_DOCS, int(RARE_SHARE * int(np.count_nonzero(mask))))
+    return any(0 < df(token, mask) <= limit for token in identifiers(query))
+
+
+def _dot_rows(vectors: np.ndarray, qv: np.ndarray) -> np.ndarray:
+    """``vectors @ qv`` with each row's dot product rounded the same wherever the row sits.
+
+    OpenBLAS's sgemv takes rows 4 at a time and the last ``n % 4`` rows through another
+    kernel whose float32 rounding differs, so a row's score would depend on how many rows
+    (of any org) precede it. Whole blocks go through BLAS; the tail is padded with zero
+    rows to a whole block. One BLAS thread: the thread split point moves rounding too, and
+    OpenBLAS threads left spinning after a multi-threaded product slow the next query
+    embedding in torch by 2-10x on 2 cores (measured in bench)."""
+    n = len(vectors)
+    head = n - n % ROW_BLOCK
+    out = np.empty(n, dtype=np.float32)
+    with _blas().limit(limits=1, user_api="blas"):
+        out[:head] = vectors[:head] @ qv
+        if head < n:
+            tail = np.zeros((ROW_BLOCK, vectors.shape[1]), dtype=np.float32)
+            tail[:n - head] = vectors[head:]
+            out[head:] = (tail @ qv)[:n - head]
+    return out
 
 
 def _dense(index: SearchIndex, qv: np.ndarray, mask: np.ndarray, settings: Settings) -> np.ndarray:
     n = len(index.ids)
     if settings.dense == "numpy":
-        vectors = index.vectors()
-        # One BLAS thread: OpenBLAS threads left spinning after a multi-threaded product
-        # slow the next query embedding in torch by 2-10x on 2 cores (measured in bench).
-        with _blas().limit(limits=1, user_api="blas"):
-            sims = vectors @ qv.astype(np.float32)
+        sims = _dot_rows(index.vectors(), qv.astype(np.float32))
         return np.where(mask, sims.astype(np.float64), -np.inf)
     out = np.full(n, -np.inf)
     visible_hashes = [index.hashes[i] for i in np.flatnonzero(mask)]
@@ -219,8 +245,10 @@ def _hit(index: SearchIndex, ranking: Ranking, i: int, position: int) -> Hit:
     def val(arr: np.ndarray) -> float | None:
         return float(arr[i]) if np.isfinite(arr[i]) else None
 
+    authority = p.get("authority")
     scores = {"lexical": val(p["lexical"]), "dense": val(p["dense"]), "fused": val(p["fused"]),
-              "freshness": float(p["freshness"][i]), "authority": float(index.authority[i]) if len(index.authority) else 0.0,
+              "freshness": float(p["freshness"][i]),
+              "authority": float(authority[i]) if authority is not None and len(authority) else 0.0,
               "pinned": i in ranking.pinned}
     if "rerank" in p:
         scores["rerank"] = val(p["rerank"])
