@@ -253,12 +253,23 @@ async def test_command_palette_and_help(wb):
 
 
 async def test_rebuild_index_runs_in_a_worker_with_progress(wb):
+    import threading
+
     app = app_for(wb)
+    release = threading.Event()
+    warm = wb.warm
+
+    def held_warm(**kwargs):  # the worker waits until the test has seen it running: no race with a fast index
+        release.wait(30)
+        return warm(**kwargs)
+
+    wb.warm = held_warm
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         app.action_rebuild_index()
         await until(pilot, lambda: app.job_active)
         assert app.screen.query_one("#job").display  # the progress bar shows while the worker runs
+        release.set()
         await until(pilot, lambda: any("index ready" in n.message for n in app._notifications))
         assert not app.job_active and not app.screen.query_one("#job").display
 
@@ -288,3 +299,180 @@ async def test_the_cli_can_write_while_the_tui_is_open(wb, sample_workspace, tmp
         app.open_fragment("nw-rb-psp-failover")
         await pilot.pause()
         assert app.screen.fragment.version == 2 and "from the CLI" in app.screen.fragment.body
+
+
+# -- lost updates: the editor saves from the version it opened, and asks before discarding ---------
+
+CLI_BODY = "Edited from the CLI while the TUI editor was open.\n"
+
+
+async def _conflict_in_the_editor(app, pilot, sample_workspace, tmp_path, fid):
+    """Open the editor (v1), let priya.raman save v2 with the CLI from another process, then type
+    and save in the TUI: the conflict dialog must come up and nothing of the TUI's must be stored."""
+    from conftest import run_cli
+
+    from workbench.tui.screens.conflict import ConflictScreen
+
+    app.open_fragment(fid)
+    await pilot.pause()
+    await pilot.press("e")
+    await pilot.pause()
+    editor_screen = app.screen
+    assert screen_name(app) == "EditScreen" and editor_screen.base == 1
+    original = editor_screen.query_one("#editor").text
+    await pilot.pause(1.0)  # idle: the app lets go of the workspace
+    body = tmp_path / "cli-body.md"
+    body.write_text(CLI_BODY)
+    r = await asyncio.to_thread(run_cli, "edit", fid, "--file", str(body), "--reason", "cli fix",
+                                "--as", "priya.raman", workspace=sample_workspace, env={"WORKBENCH_LOCK_TIMEOUT": "10"})
+    assert r.returncode == 0, r.stderr
+    await pilot.press(*"TUI note. ")  # typed at the start of the body
+    mine = editor_screen.query_one("#editor").text
+    assert mine == "TUI note. " + original
+    editor_screen.query_one("#reason").value = "tui note"
+    await pilot.press("ctrl+s")
+    await until(pilot, lambda: isinstance(app.screen, ConflictScreen), timeout=20)
+    dialog = app.screen
+    assert (dialog.base, dialog.latest) == (1, 2)
+    assert "changed since v1" in dialog.message and "priya.raman" in dialog.message
+    diff = str(dialog.query_one("#conflict-diff").render())
+    assert "+Edited from the CLI while the TUI editor was open." in diff and "@v1" in diff
+    assert editor_screen.query_one("#editor").text == mine  # the user's text is still there
+    footer_keys = {b.id for b in ConflictScreen.BINDINGS}
+    assert {"conflict-reload", "conflict-keep-mine", "conflict-cancel"} <= footer_keys
+    shown = {binding.description for _, binding, enabled, _ in app.active_bindings.values() if binding.show}
+    assert {"Reload latest", "Keep my text, save over latest", "Cancel"} <= shown
+    # the store holds the CLI's version; the TUI saved nothing
+    history = wb_history(app, fid)
+    assert [(v.number, v.author) for v in history] == [(1, history[0].author), (2, "priya.raman")]
+    assert app.wb.get(fid, principal="marco.bianchi").body == CLI_BODY.strip()
+    return editor_screen, mine
+
+
+def wb_history(app, fid):
+    return app.call(app.wb.history, fid, principal="marco.bianchi")
+
+
+def spy_on_edits(app):
+    """Record the ``base`` of every edit the TUI makes (the real edit still runs)."""
+    bases, real = [], app.wb.edit
+
+    def edit(*args, **kwargs):
+        bases.append(kwargs.get("base"))
+        return real(*args, **kwargs)
+    app.wb.edit = edit
+    return bases
+
+
+async def test_a_cli_edit_while_the_editor_is_open_is_not_overwritten_reload(wb, sample_workspace, tmp_path):
+    fid = "nw-rb-psp-failover"
+    app = app_for(wb)
+    app.idle_release_s = 0.2
+    bases = spy_on_edits(app)
+    async with app.run_test(size=SIZE) as pilot:
+        editor_screen, mine = await _conflict_in_the_editor(app, pilot, sample_workspace, tmp_path, fid)
+        assert bases == [1]
+        await pilot.press("escape")  # cancel: back to editing, nothing lost, nothing saved
+        await pilot.pause()
+        assert app.screen is editor_screen and editor_screen.query_one("#editor").text == mine
+        assert "still editing from v1" in str(editor_screen.query_one("#errors").render())
+        await pilot.press("ctrl+s")  # still from v1: the conflict again, not an overwrite
+        await until(pilot, lambda: screen_name(app) == "ConflictScreen")
+        assert bases == [1, 1] and len(wb_history(app, fid)) == 2
+        await pilot.press("r")  # reload latest: the editor holds v2, the user's text is kept beside it
+        await pilot.pause()
+        assert app.screen is editor_screen and editor_screen.base == 2
+        assert editor_screen.query_one("#editor").text == CLI_BODY.strip()
+        assert editor_screen.query_one("#mine").text == mine and editor_screen.query_one("#mine-pane").display
+        editor_screen.query_one("#editor").load_text("TUI note. " + CLI_BODY.strip())  # the change, reapplied
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: screen_name(app) == "FragmentScreen")
+        assert bases == [1, 1, 2]
+    history = wb.history(fid, principal="marco.bianchi")
+    assert [(v.number, v.author, v.reason) for v in history][1:] == [(2, "priya.raman", "cli fix"),
+                                                                     (3, "marco.bianchi", "tui note")]
+    assert wb.get(fid, principal="marco.bianchi").body == "TUI note. " + CLI_BODY.strip()
+
+
+async def test_a_cli_edit_while_the_editor_is_open_keep_mine_saves_over_latest(wb, sample_workspace, tmp_path):
+    fid = "nw-rb-psp-failover"
+    app = app_for(wb)
+    app.idle_release_s = 0.2
+    bases = spy_on_edits(app)
+    async with app.run_test(size=SIZE) as pilot:
+        _, mine = await _conflict_in_the_editor(app, pilot, sample_workspace, tmp_path, fid)
+        await pilot.press("k")  # explicit: keep my text and save it over v2
+        await until(pilot, lambda: screen_name(app) == "FragmentScreen")
+        assert bases == [1, 2]
+    history = wb.history(fid, principal="marco.bianchi")
+    assert [(v.number, v.author) for v in history][1:] == [(2, "priya.raman"), (3, "marco.bianchi")]
+    assert wb.get(fid, principal="marco.bianchi").body == mine.strip()
+
+
+async def test_the_editor_opens_on_the_latest_when_the_fragment_moved_on(wb):
+    fid = "nw-rb-psp-failover"
+    app = app_for(wb)
+    async with app.run_test(size=SIZE) as pilot:
+        app.open_fragment(fid)
+        await pilot.pause()
+        assert app.screen.fragment.version == 1
+        app.call(wb.edit, fid, "Changed behind the fragment screen.", reason="elsewhere", actor="priya.raman")
+        await pilot.press("e")
+        await pilot.pause()
+        assert app.screen.base == 2 and app.screen.query_one("#editor").text == "Changed behind the fragment screen."
+        assert any("changed since you viewed v1" in n.message for n in app._notifications)
+
+
+async def test_revert_from_a_stale_history_is_refused(wb):
+    fid = "nw-rb-psp-failover"
+    wb.edit(fid, "Version two body.", reason="v2", actor="marco.bianchi")
+    app = app_for(wb)
+    async with app.run_test(size=SIZE) as pilot:
+        app.open_fragment(fid)
+        await pilot.pause()
+        screen = app.screen
+        assert screen.fragment.version == 2
+        app.call(wb.edit, fid, "Version three, saved elsewhere.", reason="v3", actor="priya.raman")
+        await pilot.press("up", "R")  # revert to v1, from the v2 the screen shows
+        await pilot.pause()
+        assert any("changed since v2" in n.message and "priya.raman" in n.message for n in app._notifications)
+        assert screen.fragment.version == 3 and screen.query_one("#history").row_count == 3  # reloaded
+    assert [v.reason for v in wb.history(fid, principal="marco.bianchi")][1:] == ["v2", "v3"]
+
+
+async def test_escape_with_unsaved_changes_asks_before_discarding(wb):
+    fid = "nw-rb-psp-failover"
+    app = app_for(wb)
+    async with app.run_test(size=SIZE) as pilot:
+        app.open_fragment(fid)
+        await pilot.pause()
+        await pilot.press("e")
+        await pilot.pause()
+        await pilot.press("escape")  # nothing changed: leaves at once
+        await pilot.pause()
+        assert screen_name(app) == "FragmentScreen"
+        await pilot.press("e")
+        await pilot.pause()
+        editor_screen = app.screen
+        await pilot.press(*"draft ")
+        typed = editor_screen.query_one("#editor").text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert screen_name(app) == "DiscardScreen"
+        assert "Discard changes?" in str(app.screen.query_one(".pane-title").render())
+        shown = {binding.description for _, binding, enabled, _ in app.active_bindings.values() if binding.show}
+        assert {"Discard", "Keep editing"} <= shown
+        await pilot.press("k")  # keep editing: the text is intact
+        await pilot.pause()
+        assert app.screen is editor_screen and editor_screen.query_one("#editor").text == typed
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("escape")  # escape in the question is "keep editing" too
+        await pilot.pause()
+        assert app.screen is editor_screen
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("d")
+        await pilot.pause()
+        assert screen_name(app) == "FragmentScreen"
+    assert len(wb.history(fid, principal="marco.bianchi")) == 1

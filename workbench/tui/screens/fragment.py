@@ -9,6 +9,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Markdown, Static
 
+from ...errors import Conflict, WorkbenchError
 from .base import WbScreen
 
 
@@ -91,10 +92,17 @@ class FragmentScreen(WbScreen):
         if target is None or target == self.fragment.version:
             self.notify("move to an earlier version in the history first", severity="warning")
             return
-        done = self.app.attempt(self.wb.revert, self.fragment_id, target, actor=self.me)
-        if done is not None:
-            self.notify(f"reverted: {done.id} is now v{done.version} (content of v{target})")
-            self.reload()
+        try:  # from the version this screen shows: a change saved elsewhere meanwhile is not undone silently
+            done = self.app.call(self.wb.revert, self.fragment_id, target, actor=self.me, base=self.fragment.version)
+        except Conflict as e:
+            self.notify(e.message, title="Not reverted", severity="error", timeout=10)
+            self.reload()  # show the latest version and its history
+            return
+        except WorkbenchError as e:
+            self.notify(e.message, title="Not done", severity="error", timeout=8)
+            return
+        self.notify(f"reverted: {done.id} is now v{done.version} (content of v{target})")
+        self.reload()
 
     def action_verify(self) -> None:
         done = self.app.attempt(self.wb.verify, self.fragment_id, actor=self.me)
@@ -105,7 +113,8 @@ class FragmentScreen(WbScreen):
     def action_edit(self) -> None:
         from .edit import EditScreen
 
-        self.app.push_screen(EditScreen(self.fragment_id), lambda _: self.reload())
+        shown = self.fragment.version if self.fragment else None
+        self.app.push_screen(EditScreen(self.fragment_id, base=shown), lambda _: self.reload())
 
     def action_back(self) -> None:
         self.app.pop_screen()

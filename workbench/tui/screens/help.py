@@ -25,7 +25,9 @@ Curate what AI agents know: versioned, scoped, owned fragments.
 - **Search** (`/`): hybrid results as you type, with score breakdown and scope; `f2` toggles the explain pane.
 - **Fragment**: rendered markdown, metadata, links in and out, authority, history;
   `a`/`d` mark two versions to diff, `R` reverts to the highlighted version, `e` edits, `v` verifies.
-- **Edit**: markdown editor; a reason is required; `ctrl+s` saves a new version.
+- **Edit**: markdown editor; a reason is required; `ctrl+s` saves a new version. If someone saved meanwhile, a
+  conflict dialog shows the diff: `r` reload the latest (your text kept beside it), `k` keep yours over the latest,
+  `esc` back to editing; `esc` with unsaved changes asks before discarding.
 - **Pins** (`p`): the scopes you lead; pin by id, `u` unpins.
 - **Anti-pattern** (`n`): don't / why / instead.
 - **Inbox** (`i`): your stale fragments: `v` verify, `z` snooze, `e` edit.
