@@ -20,7 +20,7 @@ WB     := $(BIN)/workbench --workspace $(DEMO)
 
 workspace: $(STAMP)
 	$(WB) init --config sample_corpus/workbench.yaml --force
-	$(WB) ingest sample_corpus/fragments
+	$(WB) ingest sample_corpus/fragments --as kb.sync
 	$(WB) index --progress
 
 # The demo runs the main job on the sample corpus (search, budgeted context for an agent,

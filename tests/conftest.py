@@ -59,7 +59,7 @@ def sample_workspace_template(tmp_path_factory) -> Path:
 
     root = tmp_path_factory.mktemp("sample") / "ws"
     with Workbench.init(root, config=CONFIG) as bench:
-        report = bench.ingest([SAMPLE / "fragments"])
+        report = bench.ingest([SAMPLE / "fragments"], actor="kb.sync")
         assert not report.errors, report.errors
         bench.warm()  # embeddings and authority, once per test session
     return root

@@ -51,3 +51,22 @@ def test_no_unused_imports_or_undefined_names():
     r = subprocess.run([str(ruff), "check", "--select", "F,E9", "workbench", "tests"], cwd=ROOT,
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_the_faces_never_decide_who_may_see_or_write():
+    """Authorization is the core's (workbench/policy.py through the service): no face applies the
+    visibility rule or the policy itself."""
+    faces = [*(ROOT / "workbench" / "cli").rglob("*.py"), *(ROOT / "workbench" / "tui").rglob("*.py"),
+             ROOT / "workbench" / "mcp_face.py"]
+    pattern = re.compile(r"\.can_see\(|\bpolicy\.(may|require|sees)|from \.+policy import|import policy")
+    offenders = [str(p.relative_to(ROOT)) for p in faces if pattern.search(p.read_text())]
+    assert offenders == []
+
+
+def test_every_write_in_the_service_goes_through_the_policy():
+    """Each service module that appends versions also asks the policy (a new write path cannot forget it)."""
+    writers = [p for p in (ROOT / "workbench").glob("service*.py")
+               if re.search(r"append_version|write_versions|import_history|put_pin|put_member|put_snooze", p.read_text())]
+    assert writers, "no service module writes?"
+    for p in writers:
+        assert re.search(r"\bpolicy\.|\b_write\(|authorizer\(", p.read_text()), f"{p.name} writes without the policy"

@@ -18,7 +18,7 @@ def ws(tmp_path, cli):
     assert r.returncode == 0, r.stderr
     write_fragment(tmp_path / "in", "nw-a", kind="decision", body="## Why\nBecause.")
     write_fragment(tmp_path / "in", "tw-b", org="tidewater", repo="dispatch", owner="raj.patel")
-    r = cli("ingest", str(tmp_path / "in"), "--json", workspace=root)
+    r = cli("ingest", str(tmp_path / "in"), "--json", "--as", "grace.kim", workspace=root)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == {"added": 2, "updated": 0, "unchanged": 0, "errors": [], "warnings": []}
     return root
@@ -65,7 +65,7 @@ def test_json_contracts(ws, cli):
     listed = json.loads(cli("list", "--json", "--as", "grace.kim", workspace=ws).stdout)
     assert [f["id"] for f in listed] == ["nw-a", "tw-b"]
     history = json.loads(cli("history", "nw-a", "--json", "--as", "marco.bianchi", workspace=ws).stdout)
-    assert [(v["version"], v["author"]) for v in history] == [(1, "marco.bianchi")]
+    assert [(v["version"], v["author"]) for v in history] == [(1, "grace.kim")]  # the actor, not the file's owner
 
 
 def test_list_filters_and_scope(ws, cli):

@@ -17,15 +17,15 @@ def test_round_trip_through_files(sample_workspace, tmp_path):
         bench.store.set_verified("tw-adr-0001-kafka-event-backbone", bench.store.get(
             "tw-adr-0001-kafka-event-backbone").updated_at.replace(year=2026, month=11, day=1))
         before = _state(bench)
-        written = bench.export_files(out)
+        written = bench.export_files(out, principal="kb.sync")  # the corpus's service principal sees it all
         assert len(written) == len(before)
         # same workspace: nothing changes
-        again = bench.ingest([out])
+        again = bench.ingest([out], actor="kb.sync")
         assert not again.errors and not again.added and not again.updated
         assert len(again.unchanged) == len(before)
     # a fresh workspace: the same fragments, byte for byte in content and timestamps
     with Workbench.init(tmp_path / "fresh", config=CONFIG) as fresh:
-        report = fresh.ingest([out])
+        report = fresh.ingest([out], actor="kb.sync")
         assert not report.errors
         assert _state(fresh) == before
 

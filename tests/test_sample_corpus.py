@@ -25,7 +25,7 @@ def test_ingests_cleanly_with_no_dangling_links(tmp_path):
     from conftest import CONFIG
 
     with Workbench.init(tmp_path / "ws", config=CONFIG) as bench:
-        report = bench.ingest([SAMPLE / "fragments"])
+        report = bench.ingest([SAMPLE / "fragments"], actor="kb.sync")
     assert report.errors == []
     # the one warning is the near-duplicate the corpus carries on purpose (a runbook copied into fleet-app)
     assert [w["message"].split(" (")[0] for w in report.warnings] == [

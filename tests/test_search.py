@@ -235,9 +235,11 @@ def test_cli_trace(sample_workspace, cli):
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
     assert data["trace_id"] == trace_id and data["served"] and data["hidden"] == 0
-    r = cli("trace", trace_id, "--as", "marco.bianchi", "--json", workspace=sample_workspace)
-    data = json.loads(r.stdout)
-    assert data["served"] and all(i["id"].startswith("nw-") for i in data["served"]) and data["hidden"] > 0
+    # a trace is its caller's alone: anyone else is answered exactly as for an id that does not exist
+    other = cli("trace", trace_id, "--as", "marco.bianchi", "--json", workspace=sample_workspace)
+    made_up = cli("trace", "tr_20261130000000_deadbeef", "--as", "marco.bianchi", workspace=sample_workspace)
+    assert other.returncode == made_up.returncode == 2 and other.stdout == ""
+    assert other.stderr.replace(trace_id, "ID") == made_up.stderr.replace("tr_20261130000000_deadbeef", "ID")
 
 
 def test_an_edit_refreshes_only_what_changed(sample_workspace):

@@ -11,7 +11,7 @@ from workbench.errors import NotFound, PermissionDenied, UserError
 @pytest.fixture
 def one(wb, tmp_path):
     write_fragment(tmp_path / "in", "nw-one", kind="decision", body="## Context\nFirst body.")
-    assert wb.ingest([tmp_path / "in"]).added == ["nw-one"]
+    assert wb.ingest([tmp_path / "in"], actor="marco.bianchi").added == ["nw-one"]
     return wb
 
 

@@ -43,6 +43,8 @@ def _config() -> dict[str, Any]:
                    "lead_of": [f"org=org{o}"]} for o in range(ORGS)]
     principals.append({"name": "agent", "orgs": ["org0"], "repos": ["org0/repo0", "org0/repo1"],
                        "personas": ["org0/persona0"]})
+    principals.append({"name": "curator", "kind": "service", "orgs": [f"org{o}" for o in range(ORGS)],
+                       "repos": [f"org{o}/*" for o in range(ORGS)], "personas": [f"org{o}/*" for o in range(ORGS)]})
     return {"name": "bench", "default_principal": "lead0", "orgs": orgs, "principals": principals}
 
 
@@ -124,11 +126,11 @@ def run(n: int, *, queries: int = 100, workdir: Path | None = None, progress: Ca
         with Workbench.open(ws) as wb:
             say("ingest")
             t = time.perf_counter()
-            report = wb.ingest([files])
+            report = wb.ingest([files], actor="curator")
             ingest_s = time.perf_counter() - t
             assert not report.errors, report.errors[:3]
             t = time.perf_counter()
-            wb.ingest([files])
+            wb.ingest([files], actor="curator")
             reingest_s = time.perf_counter() - t
             say("vectors")
             seed_vectors(wb, _section_pool(wb.embedder, size=min(600, max(32, n // 4))))

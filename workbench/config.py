@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .errors import NotFound, UserError, ValidationError
 from .models import Principal, Scope
 from .schemas import plain_yaml, validate
@@ -70,12 +68,23 @@ class WorkspaceConfig:
 
     @classmethod
     def load(cls, path: Path) -> "WorkspaceConfig":
+        """Read and validate ``path`` with the safe loader (no aliases, no duplicate keys, size-capped)."""
+        from . import safeyaml
+
         try:
-            raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+            with open(path, "rb") as f:
+                data = f.read(safeyaml.MAX_BYTES + 1)
         except FileNotFoundError as e:
             raise UserError(f"{path}: workspace config not found") from e
-        except yaml.YAMLError as e:
-            raise ValidationError(f"malformed YAML ({_yaml_where(e)})", file=str(path)) from e
+        except OSError as e:
+            raise UserError(f"{path}: cannot read workspace config ({e.strerror or e})") from e
+        if len(data) > safeyaml.MAX_BYTES:
+            raise ValidationError(f"too large (more than {safeyaml.MAX_BYTES} bytes)", file=str(path))
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ValidationError(f"not UTF-8 text ({_yaml_where(e)})", file=str(path)) from e
+        raw = safeyaml.load(text, file=str(path))
         return cls.from_data(raw, file=str(path))
 
     @classmethod
@@ -101,6 +110,13 @@ class WorkspaceConfig:
                     if known is None or (name != "*" and name not in known):
                         raise ValidationError(f"unknown {key[:-1]} {grant!r}", file=file, field=f"{where}.{key}")
             lead_of = tuple(Scope.parse(s) for s in p.get("lead_of", ()))
+            for led in lead_of:  # a lead of a scope outside one's own orgs could pin into it unseen
+                if led.org not in p["orgs"]:
+                    raise ValidationError(f"lead_of {str(led)!r} is outside the principal's orgs "
+                                          f"({', '.join(p['orgs'])})", file=file, field=f"{where}.lead_of")
+                problem = _scope_problem(orgs, led)
+                if problem:
+                    raise ValidationError(problem, file=file, field=f"{where}.lead_of")
             principals[p["name"]] = Principal(
                 name=p["name"], orgs=tuple(p["orgs"]), repos=tuple(p.get("repos", ())),
                 personas=tuple(p.get("personas", ())), sessions=tuple(p.get("sessions", ())),
@@ -125,17 +141,24 @@ class WorkspaceConfig:
 
     def check_scope(self, scope: Scope) -> str | None:
         """Return a problem with ``scope`` (an undeclared org, repo or persona), or None."""
-        org = self.orgs.get(scope.org)
-        if org is None:
-            return f"unknown org {scope.org!r} (known: {', '.join(sorted(self.orgs))})"
-        if scope.repo is not None and scope.repo not in org.repos:
-            return f"unknown repo {scope.repo!r} in org {scope.org!r} (known: {', '.join(org.repos) or 'none'})"
-        if scope.persona is not None and scope.persona not in org.personas:
-            return f"unknown persona {scope.persona!r} in org {scope.org!r} (known: {', '.join(org.personas) or 'none'})"
-        return None
+        return _scope_problem(self.orgs, scope)
+
+
+def _scope_problem(orgs: dict[str, OrgConfig], scope: Scope) -> str | None:
+    org = orgs.get(scope.org)
+    if org is None:
+        return f"unknown org {scope.org!r} (known: {', '.join(sorted(orgs))})"
+    if scope.repo is not None and scope.repo not in org.repos:
+        return f"unknown repo {scope.repo!r} in org {scope.org!r} (known: {', '.join(org.repos) or 'none'})"
+    if scope.persona is not None and scope.persona not in org.personas:
+        return f"unknown persona {scope.persona!r} in org {scope.org!r} (known: {', '.join(org.personas) or 'none'})"
+    return None
 
 
 def _yaml_where(e: Exception) -> str:
+    """Where a read of the config failed: a yaml mark's line, or a decode error's byte offset."""
+    if isinstance(e, UnicodeDecodeError):
+        return f"byte {e.start}: {e.reason}"
     mark = getattr(e, "problem_mark", None)
     problem = getattr(e, "problem", None) or "parse error"
     return f"line {mark.line + 1}: {problem}" if mark is not None else str(problem)

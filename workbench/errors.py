@@ -47,6 +47,15 @@ class PermissionDenied(UserError):
     """The principal may not do this in this scope."""
 
 
+class Conflict(UserError):
+    """The fragment changed since the version the caller started from (a lost update averted),
+    or an import does not fit the local history."""
+
+
+class ReadOnly(UserError):
+    """The workspace cannot be written (read-only file, folder or filesystem)."""
+
+
 class SecretFound(UserError):
     """The text holds a credential; nothing is stored without --allow-secret."""
 

@@ -55,9 +55,8 @@ def build_server(wb, principal: str):
 
     @server.tool(description="One fragment by id: full text and metadata. Ids outside your scope are 'not found'.")
     def get(id: str) -> dict[str, Any]:  # noqa: A002 - the tool's public argument name
-        fragment = guarded(wb.get, id, principal=who)
+        fragment, trace_id = guarded(wb.fetch, id, principal=who)
         data = fragment.to_dict()
-        trace_id = guarded(wb.record_get, fragment, principal=who)
         return {"trace_id": trace_id, **{k: data[k] for k in ("id", "version", "title", "kind", "status", "scope",
                                                               "owner", "tags", "links", "sources", "details",
                                                               "updated_at", "verified_at", "body")}}

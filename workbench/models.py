@@ -234,8 +234,19 @@ class Version:
     reason: str
     content_hash: str
     content: Content
+    hidden: bool = False  # written in a scope the viewer cannot see: only number, author and time are shown
+
+    def withheld(self) -> "Version":
+        """This version as shown to a viewer who may not see its content."""
+        blank = Content(kind=self.content.kind, title="", body="", scope=self.content.scope, owner="",
+                        status=self.content.status)
+        return Version(self.fragment_id, self.number, self.author, self.created_at, "", "", blank, hidden=True)
 
     def to_dict(self) -> dict[str, Any]:
+        if self.hidden:
+            return {"id": self.fragment_id, "version": self.number, "author": self.author,
+                    "created_at": _iso(self.created_at), "reason": None, "content_hash": None, "status": None,
+                    "title": None, "hidden": True}
         return {"id": self.fragment_id, "version": self.number, "author": self.author,
                 "created_at": _iso(self.created_at), "reason": self.reason,
                 "content_hash": self.content_hash, "status": self.content.status,
@@ -252,12 +263,17 @@ class IngestReport:
     errors: list[dict[str, str]] = field(default_factory=list)
     warnings: list[dict[str, str]] = field(default_factory=list)
     archived: list[str] = field(default_factory=list)
+    dry_run: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         data = {"added": len(self.added), "updated": len(self.updated), "unchanged": len(self.unchanged),
                 "errors": list(self.errors), "warnings": list(self.warnings)}
         if self.archived:
             data["archived"] = len(self.archived)
+        if self.dry_run:
+            data["dry_run"] = True
+            data["plan"] = {"add": [{"id": i} for i in self.added], "update": [{"id": i} for i in self.updated],
+                            "archive": [{"id": i} for i in self.archived]}
         return data
 
 

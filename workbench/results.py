@@ -44,8 +44,11 @@ class SearchResult:
     settings: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"trace_id": self.trace_id, "hits": [h.to_dict() for h in self.hits],
+        data = {"trace_id": self.trace_id, "hits": [h.to_dict() for h in self.hits],
                 "avoid": [h.to_dict() for h in self.avoid]}
+        if self.trace_id is None and self.settings.get("trace_note"):
+            data["trace_note"] = self.settings["trace_note"]
+        return data
 
     def __repr__(self) -> str:
         return f"<SearchResult {self.query!r}: {len(self.hits)} hits, {len(self.avoid)} avoid, trace {self.trace_id}>"

@@ -13,8 +13,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Iterable
 
+from . import policy
 from .config import CONFIG_NAME, DB_NAME, DEFAULT_CONFIG, WorkspaceConfig, resolve_workspace
-from .errors import NotFound, PermissionDenied, UserError, ValidationError, WorkspaceMissing
+from .errors import Conflict, NotFound, UserError, ValidationError, WorkspaceMissing
 from .ingest.files import normalise_body, parse_fragment, render_fragment
 from .ingest.importer import Progress, check_semantics, guard_secrets, ingest_files
 from .models import Content, Fragment, IngestReport, Principal, Scope, Version
@@ -92,7 +93,7 @@ class Workbench(RetrievalMixin, EvalMixin, CurateMixin, GraphMixin, StaleMixin, 
 
     def _visible(self, fragment: Fragment | None, principal: Principal, fragment_id: str) -> Fragment:
         # Unknown and out-of-scope ids answer the same way, so ids outside scope do not leak.
-        if fragment is None or not principal.can_see(fragment.scope, owner=fragment.owner):
+        if fragment is None or not policy.may(principal, "read", fragment):
             raise NotFound(f"unknown fragment {fragment_id!r}")
         return fragment
 
@@ -112,7 +113,7 @@ class Workbench(RetrievalMixin, EvalMixin, CurateMixin, GraphMixin, StaleMixin, 
         within = Scope.parse(scope) if isinstance(scope, str) else scope
         rows = self.store.fragments(owner=owner, kind=kind, within=within,
                                     status=None if include_archived else "active")
-        return [f for f in rows if who.can_see(f.scope, owner=f.owner)]
+        return [f for f in rows if policy.sees(who, f)]
 
     def browse(self, *, principal: str | Principal | None = None, owner: str | None = None,
                kind: str | None = None, scope: Scope | str | None = None, stale_only: bool = False,
@@ -135,18 +136,19 @@ class Workbench(RetrievalMixin, EvalMixin, CurateMixin, GraphMixin, StaleMixin, 
         if version is None or version == current.version:
             return current
         old = self.store.version(fragment_id, version)
-        if old is None:
-            raise NotFound(f"{fragment_id} has no version {version} (latest is {current.version})")
-        if not who.can_see(old.content.scope, owner=old.content.owner):
-            raise NotFound(f"{fragment_id} has no version {version} visible to {who.name}")
+        if old is None or not policy.sees(who, old.content):  # an invisible version answers like a missing one
+            raise NotFound(f"{fragment_id} has no version {version}")
         return Fragment(id=fragment_id, version=old.number, content=old.content, content_hash=old.content_hash,
                         created_at=current.created_at, updated_at=old.created_at, verified_at=None)
 
     def history(self, fragment_id: str, *, principal: str | Principal | None = None) -> list[Version]:
+        """Every version; one written while the fragment was in a scope the viewer cannot see
+        keeps its number, author and time, but its title, reason and content are withheld."""
         from .results import History
 
-        self.get(fragment_id, principal=principal)
-        return History(self.store.versions(fragment_id))
+        who = self.principal(principal)
+        self.get(fragment_id, principal=who)
+        return History([v if policy.sees(who, v.content) else v.withheld() for v in self.store.versions(fragment_id)])
 
     def diff(self, fragment_id: str, a: int, b: int, *, principal: str | Principal | None = None) -> str:
         """Unified diff of the fragment file between versions ``a`` and ``b``."""
@@ -162,38 +164,66 @@ class Workbench(RetrievalMixin, EvalMixin, CurateMixin, GraphMixin, StaleMixin, 
 
     # -- writes -----------------------------------------------------------------------
 
-    def ingest(self, paths: Iterable[str | Path], *, actor: str | None = None, reason: str | None = None,
-               progress: Progress | None = None, allow_secret: bool = False) -> IngestReport:
-        if actor is not None:
-            self.principal(actor)
-        report = ingest_files(self.store, self.config, paths, actor=actor, reason=reason, progress=progress,
-                              allow_secret=allow_secret)
+    def ingest(self, paths: Iterable[str | Path], *, actor: str | Principal | None = None,
+               reason: str | None = None, progress: Progress | None = None, allow_secret: bool = False,
+               dry_run: bool = False) -> IngestReport:
+        """Import fragment files as ``actor`` (the author of every version written). Each file is
+        validated and authorized like any write; a file that fails is reported and skipped."""
+        who = self.principal(actor)
+        report = ingest_files(self.store, self.config, paths, actor=who, reason=reason, progress=progress,
+                              allow_secret=allow_secret, dry_run=dry_run)
         changed = report.added + report.updated
-        if changed:  # near-duplicates are reported at ingest (``dedupe`` lists them all)
-            for pair in self.dedupe(principal=False, only=changed):
+        if changed and not dry_run:  # near-duplicates the actor can see are reported at ingest
+            for pair in self.dedupe(principal=who, only=changed):
                 report.warnings.append({"file": pair["b"] if pair["b"] in changed else pair["a"],
                                         "message": f"near-duplicate: {pair['a']} and {pair['b']} "
                                                    f"(SimHash distance {pair['distance']}); see `workbench dedupe`"})
         return report
 
-    def _write(self, fragment_id: str, content: Content, *, actor: Principal, reason: str) -> Fragment:
+    def _write(self, fragment_id: str, content: Content, *, actor: Principal, reason: str,
+               base: int | None = None, overrides: list[dict] | None = None) -> Fragment:
+        """The one way a single version is written: reason, authorization, the base version rule,
+        the secret guard's overrides, then the version (author = the actor), in one transaction."""
         if not reason or not reason.strip():
             raise UserError("a reason is required for every change (--reason TEXT)")
-        current = self.store.get(fragment_id)
-        if current is not None and content.content_hash() == current.content_hash:
-            raise UserError(f"no change: {fragment_id} already has this content (v{current.version})")
-        if not actor.can_see(content.scope, owner=content.owner):
-            raise PermissionDenied(f"{actor.name} may not write into scope {content.scope}")
-        self.store.append_version(fragment_id, content, author=actor.name, reason=reason.strip(), at=utcnow())
-        return self.store.get(fragment_id)
+        with self.store.transaction():
+            current = self.store.get(fragment_id)
+            policy.require_write(actor, current, content, principals=self.config.principals)
+            if base is not None:
+                self._check_base(fragment_id, current, base)
+            if current is not None and content.content_hash() == current.content_hash:
+                raise UserError(f"no change: {fragment_id} already has this content (v{current.version})")
+            at = utcnow()
+            number = self.store.append_version(fragment_id, content, author=actor.name, reason=reason.strip(), at=at)
+            if overrides:
+                self.store.put_secret_override(fragment_id, number, actor.name, at, overrides)
+            return self.store.get(fragment_id)
+
+    def _check_base(self, fragment_id: str, current: Fragment | None, base: int) -> None:
+        """Refuse a change made from version ``base`` when the fragment has moved on since."""
+        if current is None or current.version == base:
+            return
+        if base > current.version or base < 1:
+            raise Conflict(f"{fragment_id} has no version {base} to start from (latest is v{current.version})")
+        later = [v for v in self.store.versions(fragment_id) if v.number > base]
+        who = ", ".join(dict.fromkeys(v.author for v in later))
+        last = later[-1]
+        raise Conflict(f"{fragment_id} changed since v{base}, which this edit started from: now v{current.version}, "
+                       f"by {who} (last at {last.created_at.replace(microsecond=0).isoformat()}Z: {last.reason!r}); "
+                       f"nothing saved. See `workbench diff {fragment_id} {base} {current.version}`, then reapply "
+                       "your change to the latest version")
 
     def edit(self, fragment_id: str, text: str, *, reason: str, actor: str | Principal | None = None,
-             file: str = "<edit>", allow_secret: bool = False) -> Fragment:
-        """Replace the body (plain markdown) or the whole fragment (front matter + body)."""
+             file: str = "<edit>", allow_secret: bool = False, base: int | None = None) -> Fragment:
+        """Replace the body (plain markdown) or the whole fragment (front matter + body). ``base`` is
+        the version the change was made from: when the fragment has moved on since, nothing is saved
+        and ``Conflict`` names who changed it."""
         who = self.principal(actor)
         current = self.get(fragment_id, principal=who)
         if not reason or not reason.strip():
             raise UserError("a reason is required for every change (--reason TEXT)")
+        if base is not None and (isinstance(base, bool) or not isinstance(base, int)):
+            raise UserError(f"--base must be a version number, not {base!r}")
         if text.lstrip("\ufeff").startswith("---"):
             parsed = parse_fragment(text, file=file, default_id=fragment_id)
             if parsed.id != fragment_id:
@@ -206,54 +236,55 @@ class Workbench(RetrievalMixin, EvalMixin, CurateMixin, GraphMixin, StaleMixin, 
                 raise ValidationError("is empty", file=file, field="body")
             content = replace(current.content, body=body)
         overrides: list[dict[str, str]] = []
-        guard_secrets(text, file=file, allow=allow_secret, overrides=overrides)
-        with self.store.transaction():
-            for override in overrides:
-                self.store.add_event("allow-secret", actor=who.name, fragment_id=fragment_id, detail=override)
-            return self._write(fragment_id, content, actor=who, reason=reason)
+        guard_secrets(content, file=file, allow=allow_secret, overrides=overrides)
+        return self._write(fragment_id, content, actor=who, reason=reason, base=base, overrides=overrides)
 
     def revert(self, fragment_id: str, to: int, *, actor: str | Principal | None = None,
-               reason: str | None = None) -> Fragment:
-        """Append a version whose content equals version ``to``."""
+               reason: str | None = None, base: int | None = None) -> Fragment:
+        """Append a version whose content equals version ``to`` (a version the actor may see)."""
         who = self.principal(actor)
-        self.get(fragment_id, principal=who)
-        old = self.store.version(fragment_id, to)
-        if old is None:
-            raise NotFound(f"{fragment_id} has no version {to}")
-        return self._write(fragment_id, old.content, actor=who, reason=reason or f"revert to v{to}")
+        old = self.get(fragment_id, version=to, principal=who)
+        return self._write(fragment_id, old.content, actor=who, reason=reason or f"revert to v{to}", base=base)
 
     def set_status(self, fragment_id: str, status: str, *, actor: str | Principal | None = None,
-                   reason: str) -> Fragment:
+                   reason: str, base: int | None = None) -> Fragment:
         """Archive or restore: a versioned change like any other."""
         who = self.principal(actor)
         current = self.get(fragment_id, principal=who)
         if current.status == status:
             raise UserError(f"{fragment_id} is already {status}")
-        return self._write(fragment_id, replace(current.content, status=status), actor=who, reason=reason)
+        return self._write(fragment_id, replace(current.content, status=status), actor=who, reason=reason, base=base)
 
-    def archive(self, fragment_id: str, *, actor: str | Principal | None = None, reason: str) -> Fragment:
-        return self.set_status(fragment_id, "archived", actor=actor, reason=reason)
+    def archive(self, fragment_id: str, *, actor: str | Principal | None = None, reason: str,
+                base: int | None = None) -> Fragment:
+        return self.set_status(fragment_id, "archived", actor=actor, reason=reason, base=base)
 
-    def restore(self, fragment_id: str, *, actor: str | Principal | None = None, reason: str) -> Fragment:
-        return self.set_status(fragment_id, "active", actor=actor, reason=reason)
+    def restore(self, fragment_id: str, *, actor: str | Principal | None = None, reason: str,
+                base: int | None = None) -> Fragment:
+        return self.set_status(fragment_id, "active", actor=actor, reason=reason, base=base)
 
     def export_files(self, out: str | Path, *, force: bool = False, scope: Scope | str | None = None,
-                     principal: str | Principal | None = None, progress: Progress | None = None) -> list[Path]:
-        """Write fragments (archived too) as fragment files, ORG/REPO/ID.md under ``out``: every
-        fragment, or those within ``scope`` that ``principal`` may see."""
+                     principal: str | Principal | None = None, progress: Progress | None = None,
+                     allow_secret: bool = False) -> list[Path]:
+        """Write the fragments (archived too) that ``principal`` may see, within ``scope``, as
+        fragment files ORG/REPO/ID.md under ``out``. Fragments stored with a secret-guard
+        override are left out unless ``allow_secret``."""
         from .export.files import export_files
 
-        return export_files(self._export_selection(scope, principal), Path(out), force=force, progress=progress)
+        return export_files(self._export_selection(scope, principal, allow_secret), Path(out), force=force,
+                            progress=progress)
 
-    def preview_files(self, *, scope: Scope | str | None = None, principal: str | Principal | None = None
-                      ) -> list[tuple[str, str]]:
+    def preview_files(self, *, scope: Scope | str | None = None, principal: str | Principal | None = None,
+                      allow_secret: bool = False) -> list[tuple[str, str]]:
         """(relative path, text) of what ``export_files`` would write, without writing."""
         from .export.files import planned
 
-        return planned(self._export_selection(scope, principal))
+        return planned(self._export_selection(scope, principal, allow_secret))
 
-    def _export_selection(self, scope, principal) -> list[Fragment]:
+    def _export_selection(self, scope, principal, allow_secret: bool = False) -> list[Fragment]:
+        """What an export may contain: only what the (explicit or default) principal may see."""
         within = Scope.parse(scope) if isinstance(scope, str) else scope
-        who = self.principal(principal) if principal is not None else None
+        who = self.principal(principal)
+        withheld = set() if allow_secret else self.store.secret_flagged()
         return [f for f in self.store.fragments() if (within is None or within.contains(f.scope))
-                and (who is None or who.can_see(f.scope, owner=f.owner))]
+                and policy.may(who, "export", f) and f.id not in withheld]

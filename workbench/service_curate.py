@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from . import policy
 from .curate.pins import Pin, check_pin, from_row
-from .errors import NotFound, PermissionDenied, UserError
+from .errors import NotFound, UserError
 from .ingest.files import parse_timestamp
 from .models import Fragment, Principal, Scope
 from .store.store import utcnow
@@ -16,10 +17,9 @@ class CurateMixin:
             reason: str | None = None, until: datetime | str | None = None, now: datetime | None = None) -> Pin:
         who = self.principal(actor)
         where = Scope.parse(scope) if isinstance(scope, str) else scope
-        fragment = self.store.get(fragment_id)
-        if fragment is None:
-            raise NotFound(f"unknown fragment {fragment_id!r}")
-        check_pin(who, fragment.scope, where, fragment_id, fragment.status)
+        fragment = self._visible(self.store.get(fragment_id), who, fragment_id)
+        policy.require(who, "pin", fragment, scope=where)
+        check_pin(fragment.scope, where, fragment_id, fragment.status)
         if isinstance(until, str):
             try:
                 until = parse_timestamp(until)
@@ -39,9 +39,8 @@ class CurateMixin:
               reason: str | None = None) -> None:
         who = self.principal(actor)
         where = Scope.parse(scope) if isinstance(scope, str) else scope
-        if not who.leads(where):
-            led = ", ".join(str(s) for s in who.lead_of) or "no scope"
-            raise PermissionDenied(f"{who.name} is not a tech lead of {where} (leads: {led})")
+        policy.require(who, "unpin", where)
+        self._visible(self.store.get(fragment_id), who, fragment_id)
         with self.store.transaction():
             if not self.store.delete_pin(fragment_id, str(where)):
                 raise NotFound(f"{fragment_id} is not pinned in {where}")
@@ -55,25 +54,29 @@ class CurateMixin:
         where = Scope.parse(scope) if isinstance(scope, str) else scope
         rows = self.store.pins(now=None if include_expired else utcnow())
         pins = [from_row(r) for r in rows]
-        return [p for p in pins if (where is None or p.scope == where) and who.can_see(p.scope)]
+        visible = {f.id for f in self.store.fragments(ids=sorted({p.fragment_id for p in pins}))
+                   if policy.sees(who, f)}
+        return [p for p in pins if (where is None or p.scope == where) and policy.sees_scope(who, p.scope)
+                and p.fragment_id in visible]
 
 
 class GraphMixin:
     """Citation authority, near-duplicates, merges and anti-patterns."""
 
     def graph(self, *, top: int = 20, principal: str | Principal | None = None) -> list[dict]:
-        """Fragments by authority (PageRank over links and source references), with their links."""
+        """Fragments the principal can see, by authority: PageRank over the links and source references
+        among those fragments only (what the principal cannot see neither counts nor shows)."""
         who = self.principal(principal)
-        index = self.search_index()  # recomputes and stores authority when the workspace changed
-        _, scores = self.store.authority()
-        visible = {f.id: f for f in index.fragments if who.can_see(f.scope, owner=f.owner)}
+        index = self.search_index()
+        scores = index.graph_authority(index.visible(who))
+        visible = {fid: index.fragments[index.pos[fid]] for fid in scores}
         rows = []
         for fid, f in visible.items():
-            rank, in_links, out_links = scores.get(fid, (0.0, 0, 0))
+            rank, in_links, out_links = scores[fid]
             rows.append({"id": fid, "title": f.title, "kind": f.kind, "authority": round(rank, 6),
-                         "in_links": in_links, "out_links": out_links,
-                         "links_in": [], "links_out": [t for t in (*f.links, *f.content.supersedes)
-                                                       if t in visible]})
+                         "in_links": in_links, "out_links": out_links, "links_in": [],
+                         "links_out": [t for t in dict.fromkeys((*f.links, *f.content.supersedes))
+                                       if t in visible and t != fid]})
         by_id = {r["id"]: r for r in rows}
         for row in rows:
             for target in row["links_out"]:
@@ -87,21 +90,20 @@ class GraphMixin:
 
         cache = self.store.simhashes()
         fresh = {f.content_hash: simhash(index_text(f)) for f in fragments if f.content_hash not in cache}
-        if fresh:
+        if fresh and self.store.can_store_derived():
             with self.store.transaction():
                 self.store.put_simhashes(fresh)
-            cache.update(fresh)
+        cache.update(fresh)
         return {f.id: cache[f.content_hash] for f in fragments}
 
-    def dedupe(self, *, max_distance: int = 3, principal: str | Principal | None | bool = None,
+    def dedupe(self, *, max_distance: int = 3, principal: str | Principal | None = None,
                only: list[str] | None = None) -> list[dict]:
         """Near-duplicate pairs (SimHash Hamming distance <= max_distance) among the active fragments
-        the principal can see (``principal=False``: all of them, for ingest-time reports)."""
+        the principal can see (``only``: pairs involving these ids)."""
         from .rank.simhash import near_pairs
 
-        who = self.principal(principal) if principal is not False else None
-        fragments = [f for f in self.store.fragments(status="active")
-                     if who is None or who.can_see(f.scope, owner=f.owner)]
+        who = self.principal(principal)
+        fragments = [f for f in self.store.fragments(status="active") if policy.sees(who, f)]
         by_id = {f.id: f for f in fragments}
         pairs = near_pairs(self._simhashes(fragments), max_distance, only=only)
         return [{"a": a, "b": b, "distance": d, "a_title": by_id[a].title, "b_title": by_id[b].title,
@@ -117,8 +119,7 @@ class GraphMixin:
         if keep == drop:
             raise UserError("cannot merge a fragment into itself")
         kept, dropped = self.get(keep, principal=who), self.get(drop, principal=who)
-        if kept.scope.org != dropped.scope.org:
-            raise UserError(f"cannot merge across orgs ({drop} is in {dropped.scope.org}, {keep} in {kept.scope.org})")
+        policy.require(who, "merge", kept, drop=dropped)
         for f in (kept, dropped):
             if f.status != "active":
                 raise UserError(f"{f.id} is {f.status}; only active fragments can be merged")
@@ -131,6 +132,8 @@ class GraphMixin:
                 self._write(keep, replace(kept.content, sources=sources, links=links), actor=who, reason=why)
             for fid in self.store.replace_links(drop, keep):
                 f = self.store.get(fid)
+                if not policy.may(who, "relink", f):  # links the actor cannot see are left alone
+                    continue
                 new_links = tuple(dict.fromkeys(keep if t == drop else t for t in f.links if t != fid))
                 new_sup = tuple(dict.fromkeys(keep if t == drop else t for t in f.content.supersedes if t != fid))
                 self._write(fid, replace(f.content, links=new_links, supersedes=new_sup), actor=who, reason=why)
@@ -148,14 +151,18 @@ class GraphMixin:
         import re
 
         from .ingest.importer import check_semantics, guard_secrets
-        from .ingest.files import ParsedFragment, content_from_data
+        from .ingest.files import ParsedFragment, check_fragment_id, content_from_data
         from .schemas import validate
 
         who = self.principal(actor)
         where = Scope.parse(scope) if isinstance(scope, str) else scope
         slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:60] or "anti-pattern"
         fid = fragment_id or f"{where.org[:12]}-ap-{slug}"
-        if self.store.get(fid) is not None:
+        check_fragment_id(fid, file="<antipattern>")
+        existing = self.store.get(fid)
+        if existing is not None:
+            if not policy.sees(who, existing):
+                raise UserError(policy.taken_message(fid) + " (pass --id)")
             raise UserError(f"a fragment with id {fid!r} already exists (pass --id to choose another)")
         data = {"id": fid, "kind": "anti-pattern", "title": title,
                 "scope": {k: v for k, v in where.to_dict().items() if v}, "owner": owner or who.name,
@@ -168,9 +175,5 @@ class GraphMixin:
         content = content_from_data(data, body, file="<antipattern>")
         check_semantics(ParsedFragment(fid, content, None, None, None, "<antipattern>"), self.config)
         overrides: list[dict[str, str]] = []
-        guard_secrets("\n".join([title, dont, why, instead, body]), file="<antipattern>", allow=allow_secret,
-                      overrides=overrides)
-        with self.store.transaction():
-            for override in overrides:
-                self.store.add_event("allow-secret", actor=who.name, fragment_id=fid, detail=override)
-            return self._write(fid, content, actor=who, reason="new anti-pattern")
+        guard_secrets(content, file="<antipattern>", allow=allow_secret, overrides=overrides)
+        return self._write(fid, content, actor=who, reason="new anti-pattern", overrides=overrides)

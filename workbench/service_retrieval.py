@@ -12,6 +12,7 @@ import threading
 from datetime import datetime
 from typing import Any, Callable
 
+from . import policy
 from .errors import NotFound, UserError
 from .models import Principal, Scope
 from .rank.priors import DEFAULT_HALF_LIFE, Priors
@@ -23,6 +24,9 @@ from .retrieval.pipeline import Hit, Ranking, Settings, hits_from, rank, rerank
 from .store.store import utcnow
 
 _RERANKERS: dict[str, Any] = {}
+MAX_QUERY_CHARS = 4000
+TRACE_NOT_STORED = "trace not stored (read-only workspace)"
+MAX_BUDGET = 1_000_000
 _RERANK_LOCK = threading.Lock()
 
 
@@ -89,7 +93,7 @@ class RetrievalMixin:
         out: list[str] = []
         for pin in self.store.pins(now=now):
             scope = Scope.parse(pin["scope"])
-            if not principal.can_see(scope) or not search_index.applies(scope, within):
+            if not policy.sees_scope(principal, scope) or not search_index.applies(scope, within):
                 continue
             if pin["fragment_id"] not in out:
                 out.append(pin["fragment_id"])
@@ -98,12 +102,18 @@ class RetrievalMixin:
     # -- search and context ---------------------------------------------------------
 
     def _rank(self, query: str, principal: Principal, settings: Settings, within: Scope | None,
-              now: datetime) -> tuple[search_index.SearchIndex, Ranking, list[str]]:
-        if not query or not query.strip():
+              now: datetime, allow_secret: bool = False) -> tuple[search_index.SearchIndex, Ranking, list[str]]:
+        if not isinstance(query, str) or not query.strip():
             raise UserError("the query is empty")
+        if len(query) > MAX_QUERY_CHARS:
+            raise UserError(f"the query is too long ({len(query)} characters; at most {MAX_QUERY_CHARS})")
         index = self.search_index()
-        pins = self.applicable_pins(principal, within, now)
+        withheld = set() if allow_secret else self.store.secret_flagged()
+        pins = [p for p in self.applicable_pins(principal, within, now) if p not in withheld]
         ranking = rank(index, query, principal, settings, now=now, within=within, pinned_ids=set(pins))
+        if withheld:  # stored with a secret-guard override: never served unless the call says so
+            ranking.order = [i for i in ranking.order if index.ids[i] not in withheld]
+            ranking.pinned = {i for i in ranking.pinned if index.ids[i] not in withheld}
         if settings.reranker:
             ranking = rerank(index, ranking, query, load_reranker(settings.reranker), settings.rerank_top_n)
         return index, ranking, pins
@@ -111,31 +121,34 @@ class RetrievalMixin:
     def search(self, query: str, *, principal: str | Principal | None = None, k: int = 10,
                pipeline: str = "hybrid", lexical: str = "bm25s", fusion: str = "weighted", dense: str = "numpy",
                scope: Scope | str | None = None, min_score: float | None = None, reranker: str | None = None,
-               trace: bool = True, now: datetime | None = None) -> SearchResult:
+               trace: bool = True, now: datetime | None = None, allow_secret: bool = False) -> SearchResult:
         who = self.principal(principal)
         within = Scope.parse(scope) if isinstance(scope, str) else scope
         settings = self.settings(pipeline=pipeline, lexical=lexical, fusion=fusion, dense=dense, k=k,
                                  min_score=min_score, reranker=reranker)
         now = now or utcnow()
-        index, ranking, _ = self._rank(query, who, settings, within, now)
+        index, ranking, _ = self._rank(query, who, settings, within, now, allow_secret)
         hits, avoid = hits_from(index, ranking, settings)
         trace_id = None
         if trace:
             served = [_served(h, "hits") for h in hits] + [_served(h, "avoid") for h in avoid]
             trace_id = self._trace("search", query, who, within, settings, served, now)
-        return SearchResult(trace_id, query, hits, avoid, ranking.stages_ms, settings.to_dict())
+        info = settings.to_dict()
+        if trace and trace_id is None:
+            info["trace_note"] = TRACE_NOT_STORED
+        return SearchResult(trace_id, query, hits, avoid, ranking.stages_ms, info)
 
     def context(self, query: str, *, principal: str | Principal | None = None, budget: int = 3200,
                 scope: Scope | str | None = None, pipeline: str = "hybrid", k: int = 20,
-                min_score: float | None = None, reranker: str | None = None, now: datetime | None = None
-                ) -> ContextResult:
-        if budget < 0:
-            raise UserError("the budget must be a positive number of tokens")
+                min_score: float | None = None, reranker: str | None = None, now: datetime | None = None,
+                allow_secret: bool = False) -> ContextResult:
+        if isinstance(budget, bool) or not isinstance(budget, int) or not 0 <= budget <= MAX_BUDGET:
+            raise UserError(f"the budget must be a whole number of tokens from 0 to {MAX_BUDGET}")
         who = self.principal(principal)
         within = Scope.parse(scope) if isinstance(scope, str) else scope
         settings = self.settings(pipeline=pipeline, k=k, min_score=min_score, reranker=reranker)
         now = now or utcnow()
-        index, ranking, pins = self._rank(query, who, settings, within, now)
+        index, ranking, pins = self._rank(query, who, settings, within, now, allow_secret)
         hits, avoid = hits_from(index, ranking, settings)
         visible = index.visible(who, within)
         pin_hits = [_pin_hit(index, ranking, fid) for fid in pins if fid in index.pos and visible[index.pos[fid]]]
@@ -146,20 +159,32 @@ class RetrievalMixin:
         trace_id = self._trace("context", query, who, within, settings, served, now,
                                extra={"budget_tokens": budget, "used_tokens": composed.used,
                                       "omitted": composed.omitted})
+        note = composed.note if trace_id else "; ".join(filter(None, [composed.note, TRACE_NOT_STORED]))
         return ContextResult(trace_id, query, budget, composed.used, composed.fragments, composed.avoid,
-                             composed.omitted, composed.note)
+                             composed.omitted, note)
 
     # -- traces ---------------------------------------------------------------------
 
     def _trace(self, kind: str, query: str, who: Principal, within: Scope | None, settings: Settings | None,
-               served: list[dict[str, Any]], now: datetime, extra: dict[str, Any] | None = None) -> str:
+               served: list[dict[str, Any]], now: datetime, extra: dict[str, Any] | None = None) -> str | None:
+        """Store a trace and return its id; None when it cannot be stored (a read-only workspace)."""
         trace_id = "tr_" + now.strftime("%Y%m%d%H%M%S") + "_" + secrets.token_hex(4)
-        self.store.put_trace({"id": trace_id, "created_at": now, "kind": kind, "query": query,
-                              "principal": who.name, "scope": str(within) if within else None,
-                              "settings": {**(settings.to_dict() if settings else {}), "model": MODEL_NAME,
-                                           **(extra or {})},
-                              "served": served})
-        return trace_id
+        stored = self.store.put_trace({"id": trace_id, "created_at": now, "kind": kind, "query": query,
+                                       "principal": who.name, "scope": str(within) if within else None,
+                                       "settings": {**(settings.to_dict() if settings else {}), "model": MODEL_NAME,
+                                                    **(extra or {})},
+                                       "served": served})
+        return trace_id if stored else None
+
+    def fetch(self, fragment_id: str, *, principal: str | Principal | None = None, allow_secret: bool = False,
+              now: datetime | None = None):
+        """One fragment served to an agent by id (the MCP `get` tool): scope-checked like ``get``,
+        refused when stored with a secret-guard override (unless ``allow_secret``), and traced."""
+        who = self.principal(principal)
+        fragment = self.get(fragment_id, principal=who)
+        if not allow_secret and fragment.id in self.store.secret_flagged():
+            raise UserError(f"{fragment.id} was stored with a secret-guard override and is not served to agents")
+        return fragment, self.record_get(fragment, principal=who, now=now)
 
     def record_get(self, fragment, *, principal: str | Principal | None = None, now: datetime | None = None) -> str:
         """Trace a fetch of one fragment by id (the MCP `get` tool), like any retrieval."""
@@ -168,15 +193,16 @@ class RetrievalMixin:
         return self._trace("get", fragment.id, self.principal(principal), None, None, served, now or utcnow())
 
     def trace(self, trace_id: str, *, principal: str | Principal | None = None) -> dict[str, Any]:
-        """What a call served, exactly, as the viewer may see it (items outside the viewer's scope are hidden)."""
+        """What a call served, exactly. Only the principal who made the call may read its trace
+        (anyone else is told it does not exist); items since moved out of their scope are hidden."""
         who = self.principal(principal)
-        trace = self.store.trace(trace_id)
-        if trace is None:
+        trace = self.store.trace(trace_id) if isinstance(trace_id, str) else None
+        if trace is None or not policy.may(who, "read-trace", trace):
             raise NotFound(f"unknown trace {trace_id!r}")
         items, hidden = [], 0
         for item in trace["served"]:
             version = self.store.version(item["id"], item["version"])
-            if version is None or not who.can_see(version.content.scope, owner=version.content.owner):
+            if version is None or not policy.sees(who, version.content):
                 hidden += 1
                 continue
             full = dict(item)
@@ -184,8 +210,6 @@ class RetrievalMixin:
             if "text" not in full:
                 full["text"] = version.content.body
             items.append(full)
-        if hidden and who.name != trace["principal"] and not items:
-            raise NotFound(f"unknown trace {trace_id!r}")
         created = trace["created_at"].replace(microsecond=0).isoformat() + "Z"
         return {"trace_id": trace["id"], "created_at": created, "kind": trace["kind"], "query": trace["query"],
                 "principal": trace["principal"], "scope": trace["scope"], "settings": trace["settings"],

@@ -7,13 +7,25 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from . import policy
 from .curate.drift import find_drift
 from .curate.staleness import StaleItem, digest, find_stale
-from .errors import PermissionDenied, UserError
+from .errors import UserError
 from .models import Principal
 from .store.store import utcnow
 
 NUDGE_COOLDOWN_DAYS = 14
+MAX_DAYS = 36_500  # a hundred years: anything larger is a typo, and overflows date arithmetic
+
+
+def check_days(value, option: str = "--days", *, allow_zero: bool = False) -> int:
+    """A day count from a user: a whole number in range, or a clear error (never an overflow)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UserError(f"{option} must be a whole number of days, not {value!r}")
+    low = 0 if allow_zero else 1
+    if not low <= value <= MAX_DAYS:
+        raise UserError(f"{option} must be between {low} and {MAX_DAYS} days (got {value})")
+    return value
 
 
 @dataclass
@@ -30,27 +42,31 @@ class NudgeReport:
 class StaleMixin:
     def stale(self, *, days: int = 180, now: datetime | None = None,
               principal: str | Principal | None = None) -> list[StaleItem]:
-        """Fragments not edited or verified for ``days`` (or whose code drifted), most used first."""
-        if days < 1:
-            raise UserError("--days must be a positive number of days")
-        who = self.principal(principal) if principal is not None else None
+        """Fragments ``principal`` can see that were not edited or verified for ``days`` (or whose code
+        drifted), most used first. Citations count only links from fragments the principal can see."""
+        check_days(days)
+        who = self.principal(principal)
         now = now or utcnow()
-        fragments = self.store.fragments(status="active")
-        if who is not None:
-            fragments = [f for f in fragments if who.can_see(f.scope, owner=f.owner)]
+        fragments = [f for f in self.store.fragments(status="active") if policy.sees(who, f)]
+        ids = {f.id for f in fragments}
+        in_degree: dict[str, int] = {}
+        for f in fragments:
+            for target in dict.fromkeys((*f.links, *f.content.supersedes)):
+                if target in ids and target != f.id:
+                    in_degree[target] = in_degree.get(target, 0) + 1
         return find_stale(fragments, now=now, days=days,
                           traces=self.store.trace_counts(now - timedelta(days=days)),
-                          in_degree=self.store.in_degrees(), snoozed=self.store.snoozes(),
+                          in_degree=in_degree, snoozed=self.store.snoozes(),
                           drift=find_drift(fragments, self.store.git_repos()))
 
     def nudge(self, *, days: int = 180, cooldown_days: int = NUDGE_COOLDOWN_DAYS,
-              now: datetime | None = None) -> NudgeReport:
-        """Record one nudge per owner per stale fragment (none again within the cooldown) and
-        write one markdown digest per nudged owner into the workspace outbox. Safe under cron."""
-        if cooldown_days < 0:
-            raise UserError("--cooldown must not be negative")
+              now: datetime | None = None, principal: str | Principal | None = None) -> NudgeReport:
+        """Record one nudge per owner per stale fragment that ``principal`` can see (none again within
+        the cooldown) and write one markdown digest per nudged owner into the workspace outbox.
+        Safe under cron: run it once per org as that org's lead."""
+        check_days(cooldown_days, "--cooldown", allow_zero=True)
         now = now or utcnow()
-        items = self.stale(days=days, now=now)
+        items = self.stale(days=days, now=now, principal=principal)
         last = self.store.last_nudges()
         report = NudgeReport()
         due: dict[str, list[StaleItem]] = {}
@@ -83,8 +99,7 @@ class StaleMixin:
         """The owner says the fragment is still true: resets its staleness clock (recorded)."""
         who = self.principal(actor)
         fragment = self.get(fragment_id, principal=who)
-        if fragment.owner != who.name:
-            raise PermissionDenied(f"only the owner ({fragment.owner}) may verify {fragment_id}")
+        policy.require(who, "verify", fragment)
         now = now or utcnow()
         with self.store.transaction():
             self.store.set_verified(fragment_id, now)
@@ -96,11 +111,9 @@ class StaleMixin:
                now: datetime | None = None) -> datetime:
         """Hide a fragment from the stale list for ``days`` (owner only, recorded)."""
         who = self.principal(actor)
-        if days is None or days <= 0:
-            raise UserError("--days must be a positive number of days")
+        check_days(days)
         fragment = self.get(fragment_id, principal=who)
-        if fragment.owner != who.name:
-            raise PermissionDenied(f"only the owner ({fragment.owner}) may snooze {fragment_id}")
+        policy.require(who, "snooze", fragment)
         now = now or utcnow()
         until = now + timedelta(days=days)
         with self.store.transaction():

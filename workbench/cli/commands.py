@@ -35,8 +35,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--include", nargs="+", metavar="GLOB", help="with --git: only files matching these globs")
     p.add_argument("--scope", help="with --git: the scope of its fragments (default: the org declaring the repo)")
     p.add_argument("--owner", help="with --git: owner when neither CODEOWNERS nor the last author is a principal")
+    p.add_argument("--dry-run", action="store_true",
+                   help="check everything and list what would be added, updated (and, with --git, archived); "
+                        "write nothing")
     p.add_argument("--as", dest="principal", metavar="PRINCIPAL",
-                   help="record this principal as the author of new versions (default: each fragment's owner)")
+                   help="who is ingesting: the author of every version written, and whose rights apply "
+                        "(default: $WORKBENCH_PRINCIPAL, else default_principal)")
     p.add_argument("--reason", help="reason recorded on new versions (default: 'ingest FILE')")
     p.add_argument("--progress", action="store_true", help="report progress on stderr")
     p.add_argument("--allow-secret", action="store_true",
@@ -72,10 +76,16 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("b", type=int)
     as_opt(p)
 
+    def base_opt(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--base", type=int, metavar="N",
+                       help="the version this change was made from: if the fragment has moved on since, nothing is "
+                            "saved and the conflict is reported (exit 2)")
+
     p = cmd("edit", "Save a new version from a file (a whole fragment file, or just a markdown body).")
     p.add_argument("id")
     p.add_argument("--file", required=True, metavar="F", help="fragment file or markdown body ('-' for stdin)")
     p.add_argument("--reason", help="why this change (required)")
+    base_opt(p)
     p.add_argument("--allow-secret", action="store_true",
                    help="store the change even if it contains a credential (the override is recorded)")
     as_opt(p, required=True)
@@ -85,6 +95,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("id")
     p.add_argument("--to", type=int, required=True, metavar="N", help="the version to return to")
     p.add_argument("--reason", help="why (default: 'revert to vN')")
+    base_opt(p)
     as_opt(p, required=True)
     json_opt(p)
 
@@ -92,15 +103,19 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         p = cmd(name, f"{verb} fragment (a new version; history is kept).")
         p.add_argument("id")
         p.add_argument("--reason", required=True, help="why (required)")
+        base_opt(p)
         as_opt(p, required=True)
         json_opt(p)
 
     p = cmd("export-files", "Write fragments back to fragment files (round-trips through ingest).")
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--force", action="store_true", help="write into a non-empty folder")
-    p.add_argument("--scope", help="only fragments within this scope (default: every fragment)")
+    p.add_argument("--scope", help="only fragments within this scope (default: every fragment the principal sees)")
     p.add_argument("--as", dest="principal", metavar="PRINCIPAL",
-                   help="only fragments this principal may see (default: every fragment)")
+                   help="whose view: only fragments this principal may see (default: $WORKBENCH_PRINCIPAL, else "
+                        "default_principal)")
+    p.add_argument("--allow-secret", action="store_true",
+                   help="also write fragments stored with a secret-guard override (left out by default)")
     json_opt(p)
 
     p = cmd("info", "Show the workspace location, schema version and counts.")
@@ -132,10 +147,11 @@ def _ingest(args):
     with _open(args) as wb:
         if args.git:
             report = wb.ingest_git(args.git, include=args.include, scope=args.scope, actor=args.principal,
-                                   owner=args.owner, allow_secret=args.allow_secret)
+                                   owner=args.owner, allow_secret=args.allow_secret, dry_run=args.dry_run)
         else:
             report = wb.ingest(args.paths, actor=args.principal, reason=args.reason,
-                               progress=progress if args.progress else None, allow_secret=args.allow_secret)
+                               progress=progress if args.progress else None, allow_secret=args.allow_secret,
+                               dry_run=args.dry_run)
     data = report.to_dict()
     if args.json:
         emit_json(data)
@@ -145,6 +161,16 @@ def _ingest(args):
                   file=sys.stderr)
         for warn in data["warnings"]:
             print(f"warning: {warn['file']}: {warn['message']}", file=sys.stderr)
+        if data.get("dry_run"):
+            rows = [[f"would {action}", item["id"], item.get("path", "")] for action, items in data["plan"].items()
+                    for item in items]
+            if rows:
+                print(table(["change", "id", "path"], rows, max_width=80))
+            repo = f" ({data['repo']['name']} as {data['repo']['key']})" if "repo" in data else ""
+            print(f"dry run{repo}, nothing written: would add "
+                  f"{data['added']}, update {data['updated']}, archive {data.get('archived', 0)}; "
+                  f"unchanged {data['unchanged']}, errors {len(data['errors'])}")
+            return 2 if data["errors"] else 0
         print(f"added {data['added']}, updated {data['updated']}, unchanged {data['unchanged']}, "
               + (f"archived {data['archived']}, " if data.get("archived") else "") + f"errors {len(data['errors'])}")
     return 2 if data["errors"] else 0
@@ -228,31 +254,32 @@ def _edit(args):
         raise UserError(f"cannot read {args.file}: {e}") from e
     with _open(args) as wb:
         _changed(args, wb.edit(args.id, text, reason=args.reason, actor=args.principal, file=args.file,
-                               allow_secret=args.allow_secret))
+                               allow_secret=args.allow_secret, base=args.base))
 
 
 @command("revert")
 def _revert(args):
     with _open(args) as wb:
-        _changed(args, wb.revert(args.id, args.to, actor=args.principal, reason=args.reason))
+        _changed(args, wb.revert(args.id, args.to, actor=args.principal, reason=args.reason, base=args.base))
 
 
 @command("archive")
 def _archive(args):
     with _open(args) as wb:
-        _changed(args, wb.archive(args.id, actor=args.principal, reason=args.reason))
+        _changed(args, wb.archive(args.id, actor=args.principal, reason=args.reason, base=args.base))
 
 
 @command("restore")
 def _restore(args):
     with _open(args) as wb:
-        _changed(args, wb.restore(args.id, actor=args.principal, reason=args.reason))
+        _changed(args, wb.restore(args.id, actor=args.principal, reason=args.reason, base=args.base))
 
 
 @command("export-files")
 def _export_files(args):
     with _open(args) as wb:
-        written = wb.export_files(args.dir, force=args.force, scope=args.scope, principal=args.principal)
+        written = wb.export_files(args.dir, force=args.force, scope=args.scope, principal=args.principal,
+                                  allow_secret=args.allow_secret)
     if args.json:
         emit_json({"dir": str(Path(args.dir).resolve()), "files": len(written)})
     else:

@@ -78,12 +78,17 @@ def add_more_curate_commands(sub: argparse._SubParsersAction) -> None:
 
     p = cmd("stale", "Fragments not edited or verified for --days (or whose code drifted), most used first.")
     p.add_argument("--days", type=int, default=180, help="age threshold in days (default 180)")
-    p.add_argument("--as", dest="principal", metavar="PRINCIPAL", help="only fragments this principal can see")
+    p.add_argument("--as", dest="principal", metavar="PRINCIPAL",
+                   help="whose view: only fragments this principal can see (default: $WORKBENCH_PRINCIPAL, "
+                        "else default_principal)")
     json_opt(p)
 
     p = cmd("nudge", "Nudge owners of stale fragments: record nudges and write one digest per owner to the outbox.")
     p.add_argument("--days", type=int, default=180, help="age threshold in days (default 180)")
     p.add_argument("--cooldown", type=int, default=14, help="days before the same nudge repeats (default 14)")
+    p.add_argument("--as", dest="principal", metavar="PRINCIPAL",
+                   help="nudge about the fragments this principal can see (default: $WORKBENCH_PRINCIPAL, else "
+                        "default_principal); run it once per org as its lead")
     json_opt(p)
 
     p = cmd("verify", "Owner: the fragment is still true (resets its staleness clock).")
@@ -196,7 +201,7 @@ def _stale(args):
 @command("nudge")
 def _nudge(args):
     with _open(args) as wb:
-        report = wb.nudge(days=args.days, cooldown_days=args.cooldown).to_dict()
+        report = wb.nudge(days=args.days, cooldown_days=args.cooldown, principal=args.principal).to_dict()
     if args.json:
         emit_json(report)
         return

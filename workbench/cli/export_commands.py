@@ -43,14 +43,24 @@ def add_export_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--set", dest="set_name", metavar="NAME", help="a curated set (required for bundle)")
     p.add_argument("--scope", help="agent files: the scope they are for (default: the set's scope)")
     p.add_argument("--budget", type=int, default=8000, help="agent files: token budget (default 8000)")
-    p.add_argument("--as", dest="principal", metavar="PRINCIPAL", help="agent files: whose view (default principal)")
+    p.add_argument("--as", dest="principal", metavar="PRINCIPAL",
+                   help="whose view: only what this principal may see is exported (default: $WORKBENCH_PRINCIPAL, "
+                        "else default_principal)")
     p.add_argument("--force", action="store_true", help="write into a non-empty folder")
+    p.add_argument("--allow-secret", action="store_true",
+                   help="also export fragments stored with a secret-guard override (left out by default)")
     json_opt(p)
 
-    help = "Import a bundle: restore its fragments with their versions (refused if its checksum is wrong)."
+    help = ("Import a bundle: restore its fragments with their versions. The checksum, then every record is "
+            "checked as a write; any problem refuses the whole bundle and nothing is written.")
     p = sub.add_parser("import-bundle", help=help, description=help)
     p.add_argument("dir", metavar="DIR")
-    p.add_argument("--as", dest="principal", metavar="USER", help="author of versions appended to existing fragments")
+    p.add_argument("--as", dest="principal", metavar="USER",
+                   help="the importer: author of every version written (default: $WORKBENCH_PRINCIPAL, else "
+                        "default_principal)")
+    p.add_argument("--allow-secret", action="store_true",
+                   help="import versions that hold a credential anyway (each override is recorded)")
+    p.add_argument("--dry-run", action="store_true", help="check everything and report; write nothing")
     json_opt(p)
 
     help = "Run the MCP server on stdio (tools: search, get, context) acting as PRINCIPAL."
@@ -94,15 +104,16 @@ def _export(args):
         if args.format == "bundle":
             if not args.set_name:
                 raise UserError("export bundle needs --set NAME")
-            manifest = wb.export_bundle(args.set_name, args.out, force=args.force)
+            manifest = wb.export_bundle(args.set_name, args.out, principal=args.principal, force=args.force,
+                                        allow_secret=args.allow_secret)
             data = {"format": "bundle", "dir": args.out, "fragments": manifest["fragments"],
-                    "checksum": manifest["checksum"]["value"]}
+                    "checksum": manifest["checksum"]["value"], "omitted": manifest["omitted"]}
         else:
             scope = args.scope
             if scope is None:
                 if not args.set_name:
                     raise UserError(f"export {args.format} needs --scope S (or --set NAME)")
-                scope = wb.set_show(args.set_name)["scope"]
+                scope = wb.set_show(args.set_name, principal=args.principal)["scope"]
                 scope = ",".join(f"{k}={v}" for k, v in scope.items() if v)
             data = wb.export_agents(args.format, args.out, scope=scope, principal=args.principal,
                                     set_name=args.set_name, budget=args.budget, force=args.force)
@@ -119,11 +130,13 @@ def _export(args):
 @command("import-bundle")
 def _import_bundle(args):
     with _open(args) as wb:
-        report = wb.import_bundle(args.dir, actor=args.principal).to_dict()
+        report = wb.import_bundle(args.dir, actor=args.principal, allow_secret=args.allow_secret,
+                                  dry_run=args.dry_run).to_dict()
     if args.json:
         emit_json(report)
     else:
-        print(f"added {report['added']}, updated {report['updated']}, unchanged {report['unchanged']}")
+        verb = "would add" if args.dry_run else "added"
+        print(f"{verb} {report['added']}, updated {report['updated']}, unchanged {report['unchanged']}")
 
 
 @command("mcp")

@@ -23,6 +23,8 @@ def add_retrieval_commands(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--pipeline", default="hybrid", help="hybrid (default), bm25 or dense")
         p.add_argument("--min-score", type=float, help="drop candidates whose fused score is below this")
         p.add_argument("--rerank", metavar="PATH", help="re-rank with a cross-encoder from this local folder")
+        p.add_argument("--allow-secret", action="store_true",
+                       help="also serve fragments stored with a secret-guard override (withheld by default)")
         p.add_argument("--json", action="store_true", help="print the documented JSON instead of text")
 
     p = cmd("search", "Hybrid search over the fragments a principal can see.")
@@ -40,7 +42,7 @@ def add_retrieval_commands(sub: argparse._SubParsersAction) -> None:
     p = cmd("trace", "Show exactly what a search or context call served.")
     p.add_argument("id", help="a trace id (printed by search and context)")
     p.add_argument("--as", dest="principal", metavar="PRINCIPAL",
-                   help="view as this principal (items outside their scope are hidden)")
+                   help="the principal who made the call (a trace is theirs alone)")
     p.add_argument("--json", action="store_true", help="print the documented JSON instead of text")
 
     p = cmd("eval", "Evaluate retrieval on the golden set or a BEIR directory (nDCG@10, recall@10/100, MRR@10).")
@@ -77,7 +79,7 @@ def _search(args):
     with _open(args) as wb:
         result = wb.search(args.query, principal=args.principal, k=args.k, pipeline=args.pipeline,
                            lexical=args.lexical, fusion=args.fusion, dense=args.dense, scope=args.scope,
-                           min_score=args.min_score, reranker=args.rerank)
+                           min_score=args.min_score, reranker=args.rerank, allow_secret=args.allow_secret)
     if args.json:
         emit_json(result.to_dict())
         return
@@ -95,20 +97,21 @@ def _search(args):
     if args.explain:
         print("\nstages (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in result.stages_ms.items()))
         print("settings: " + ", ".join(f"{k}={v}" for k, v in result.settings.items() if k != "half_life_days"))
-    print(f"\ntrace {result.trace_id}")
+    print(f"\ntrace {result.trace_id or 'not stored (read-only workspace)'}")
 
 
 @command("context")
 def _context(args):
     with _open(args) as wb:
         result = wb.context(args.query, principal=args.principal, budget=args.budget, scope=args.scope,
-                            pipeline=args.pipeline, min_score=args.min_score, reranker=args.rerank)
+                            pipeline=args.pipeline, min_score=args.min_score, reranker=args.rerank,
+                            allow_secret=args.allow_secret)
     if args.json:
         emit_json(result.to_dict())
         return
     print(result.text())
     print(f"\n<!-- {result.used_tokens}/{result.budget_tokens} tokens, {len(result.fragments)} fragments, "
-          f"{len(result.avoid)} to avoid, {len(result.omitted)} omitted; trace {result.trace_id} -->")
+          f"{len(result.avoid)} to avoid, {len(result.omitted)} omitted; trace {result.trace_id or 'not stored'} -->")
 
 
 @command("trace")

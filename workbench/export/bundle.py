@@ -18,6 +18,7 @@ from ..errors import UserError
 from ..models import Fragment, Version
 
 FORMAT_VERSION = 1
+MAX_BUNDLE_BYTES = 2 * 1024 ** 3  # a bundle larger than this is not a knowledge base
 
 
 def _ts(value) -> str | None:
@@ -38,10 +39,11 @@ def record(f: Fragment, versions: list[Version]) -> dict[str, Any]:
 
 def write(out: Path, records: list[dict[str, Any]], definition: dict[str, Any], *, model: str, chunker: str,
           force: bool = False) -> dict[str, Any]:
-    if out.exists() and not out.is_dir():
-        raise UserError(f"{out} is not a folder")
-    if out.is_dir() and any(out.iterdir()) and not force:
-        raise UserError(f"{out} is not empty (use --force to write into it)")
+    """Write fragments.jsonl and manifest.yaml together (``export.writer``: both appear at once in a
+    new or empty folder; with ``force``, the manifest, which holds the checksum, is replaced last)."""
+    from .writer import check_folder, write_tree
+
+    check_folder(out, force=force)
     records = sorted(records, key=lambda r: r["id"])
     data = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n" for r in records)
     checksum = hashlib.sha256(data.encode("utf-8")).hexdigest()
@@ -49,28 +51,36 @@ def write(out: Path, records: list[dict[str, Any]], definition: dict[str, Any], 
     manifest = {"format": FORMAT_VERSION, "set": definition, "fragments": len(records),
                 "model": model, "chunker": chunker, "created_at": created,
                 "checksum": {"algorithm": "sha256", "file": "fragments.jsonl", "value": checksum}}
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "fragments.jsonl").write_text(data, encoding="utf-8")
-    (out / "manifest.yaml").write_text(yaml.safe_dump(manifest, sort_keys=True, allow_unicode=True),
-                                       encoding="utf-8")
+    write_tree(out, [("fragments.jsonl", data),
+                     ("manifest.yaml", yaml.safe_dump(manifest, sort_keys=True, allow_unicode=True))], force=force)
     return manifest
 
 
-def read(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Manifest and records, after checking the checksum; refuses anything inconsistent."""
+def read(folder: Path) -> tuple[dict[str, Any], list[Any]]:
+    """Manifest and records, after checking the checksum; refuses anything inconsistent. The
+    records are untrusted until ``ingest/bundles.py`` has checked each one."""
+    from ..errors import ValidationError
+    from ..safeyaml import load as safe_load
+
     manifest_path, data_path = folder / "manifest.yaml", folder / "fragments.jsonl"
     if not manifest_path.is_file() or not data_path.is_file():
         raise UserError(f"{folder} is not a bundle (needs manifest.yaml and fragments.jsonl)")
+    if data_path.stat().st_size > MAX_BUNDLE_BYTES:
+        raise UserError(f"{data_path}: larger than {MAX_BUNDLE_BYTES} bytes; not imported")
     try:
-        manifest = yaml.safe_load(manifest_path.read_text(encoding="utf-8"))
+        manifest = safe_load(manifest_path.read_text(encoding="utf-8"), file=str(manifest_path))
         expected = manifest["checksum"]["value"]
-    except (yaml.YAMLError, KeyError, TypeError) as e:
+        if manifest.get("format") != FORMAT_VERSION or not isinstance(expected, str):
+            raise ValueError(f"format {manifest.get('format')!r}; this workbench reads format {FORMAT_VERSION}")
+    except ValidationError as e:
+        raise UserError(f"not a bundle manifest: {e.message}") from e
+    except (UnicodeDecodeError, KeyError, TypeError, ValueError, AttributeError) as e:
         raise UserError(f"{manifest_path}: not a bundle manifest ({e})") from e
     raw = data_path.read_bytes()
     if hashlib.sha256(raw).hexdigest() != expected:
         raise UserError(f"{folder}: checksum mismatch: fragments.jsonl does not match manifest.yaml; nothing imported")
     try:
         records = [json.loads(line) for line in raw.decode("utf-8").splitlines() if line.strip()]
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise UserError(f"{data_path}: unreadable ({e})") from e
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise UserError(f"{data_path}: unreadable ({type(e).__name__}: {str(e)[:200]})") from e
     return manifest, records

@@ -3,7 +3,9 @@
 All files are read and validated first; every valid one is then written in a
 single transaction, so an ingest is all-or-nothing on disk (a bad file is
 reported and skipped, a crash leaves the previous state). Re-ingesting an
-unchanged file changes nothing; a changed file appends a version.
+unchanged file changes nothing; a changed file appends a version. Every file is a write
+like any other: validated, scanned for secrets and authorized by the policy for the actor,
+who is the author of every version written (never a field of the file).
 """
 
 from __future__ import annotations
@@ -11,15 +13,16 @@ from __future__ import annotations
 import hashlib
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
+from .. import policy
 from ..config import WorkspaceConfig
 from ..errors import SecretFound, ValidationError, WorkbenchError
-from ..models import IngestReport
+from ..models import Content, Fragment, IngestReport, Principal
 from ..store import Store
 from ..store.store import VersionWrite, utcnow
-from .files import ParsedFragment, collect, parse_fragment
-from .secrets import scan
+from .files import ParsedFragment, collect, parse_fragment, read_capped
+from .secrets import scan, scan_content
 
 Progress = Callable[[str, int, int], None]
 WRITE_CHUNK = 500
@@ -40,14 +43,20 @@ def check_semantics(parsed: ParsedFragment, config: WorkspaceConfig) -> None:
                               file=parsed.file, field="owner")
 
 
-def guard_secrets(text: str, *, file: str, allow: bool, overrides: list[dict[str, str]],
+def guard_secrets(subject: Content | str, *, file: str, allow: bool, overrides: list[dict[str, str]],
                   first_line: int = 1) -> None:
-    """Refuse text holding a credential, naming the file and line, unless ``allow``: then
-    the override is collected (the caller records it)."""
-    findings = scan(text)
+    """Refuse content (every stored text field) or raw text holding a credential, naming the file,
+    field and line, unless ``allow``: then the override is collected (the caller records it).
+    ``first_line`` is where the body (or the raw text) starts in the file, so lines are the file's."""
+    if isinstance(subject, Content):
+        findings = scan_content(subject)
+        where = "; ".join(f"line {f.line + first_line - 1}: {f.kind}" if f.field == "body"
+                          else f"{f.field}: {f.kind}" for f in findings[:3])
+    else:
+        findings = scan(subject)
+        where = "; ".join(f"line {f.line + first_line - 1}: {f.kind}" for f in findings[:3])
     if not findings:
         return
-    where = "; ".join(f"line {f.line + first_line - 1}: {f.kind}" for f in findings[:3])
     if not allow:
         raise SecretFound(f"{file}: contains a credential ({where}); nothing stored "
                           "(remove it, or pass --allow-secret to store it anyway)")
@@ -57,10 +66,11 @@ def guard_secrets(text: str, *, file: str, allow: bool, overrides: list[dict[str
 def read_files(paths: Iterable[str | Path], config: WorkspaceConfig, report: IngestReport,
                known_files: dict[str, tuple[str, str, str]] | None = None,
                current: dict[str, tuple] | None = None, *, allow_secret: bool = False,
-               overrides: list[dict[str, str]] | None = None
+               overrides: dict[str, list[dict[str, str]]] | None = None
                ) -> tuple[list[ParsedFragment], list[tuple[str, str, str, str]]]:
     """Parse and validate every file. A file whose bytes match what was ingested from the same
-    path, for a fragment still at that content, is reported unchanged without parsing."""
+    path, for a fragment still at that content, is reported unchanged without parsing.
+    ``overrides`` collects, per fragment id, the secret-guard overrides (with ``allow_secret``)."""
     files, missing = collect(paths)
     report.errors.extend(missing)
     parsed: list[ParsedFragment] = []
@@ -71,8 +81,11 @@ def read_files(paths: Iterable[str | Path], config: WorkspaceConfig, report: Ing
     for path in files:
         name = str(path)
         try:
-            raw = path.read_bytes()
+            raw = read_capped(path)
             text = raw.decode("utf-8")
+        except WorkbenchError as e:
+            report.errors.append({"file": name, "message": e.message})
+            continue
         except (OSError, UnicodeDecodeError) as e:
             report.errors.append({"file": name, "message": f"cannot read: {e}"})
             continue
@@ -84,10 +97,12 @@ def read_files(paths: Iterable[str | Path], config: WorkspaceConfig, report: Ing
             seen[cached[1]] = name
             report.unchanged.append(cached[1])
             continue
+        found: list[dict[str, str]] = []
         try:
             item = parse_fragment(text, file=name)
             check_semantics(item, config)
-            guard_secrets(text, file=name, allow=allow_secret, overrides=overrides if overrides is not None else [])
+            guard_secrets(item.content, file=name, allow=allow_secret, overrides=found,
+                          first_line=_body_line(text, item.content.body))
         except WorkbenchError as e:
             report.errors.append({"file": name, "message": e.message})
             continue
@@ -97,56 +112,121 @@ def read_files(paths: Iterable[str | Path], config: WorkspaceConfig, report: Ing
             continue
         seen[item.id] = name
         parsed.append(item)
+        if found and overrides is not None:
+            overrides[item.id] = found
         file_rows.append((key, digest, item.id, item.content.content_hash()))
     return parsed, file_rows
 
 
+def _body_line(text: str, body: str) -> int:
+    """The line of ``text`` (a fragment file) where its stored body starts: after the closing
+    front-matter fence and the blank lines that ``normalise_body`` strips."""
+    lines = text.lstrip("\ufeff").splitlines()
+    fence = next((i for i in range(1, len(lines)) if lines[i].rstrip() == "---"), None)
+    if fence is None:
+        return 1
+    n = fence + 1
+    while n < len(lines) and not lines[n].strip():
+        n += 1
+    return n + 1
+
+
+def authorizer(actor: Principal, currents: dict[str, Fragment], principals) -> Callable[[Any], str | None]:
+    """A check for ``plan_writes``: None when ``actor`` may write the item, else the refusal.
+    An id held by a fragment the actor may not see is refused without naming anything about it."""
+    def check(item) -> str | None:
+        current = currents.get(item.id)
+        decision = policy.may_write(actor, current, item.content, principals=principals)
+        if decision:
+            return None
+        return policy.taken_message(item.id) if decision.hidden else decision.message
+    return check
+
+
 def plan_writes(items: list, known: dict[str, tuple], report: IngestReport, *, now: datetime,
-                actor: str | None, reason: str | None, origin=lambda item: item.file
-                ) -> tuple[list[VersionWrite], list[tuple[str, datetime]]]:
+                actor: str | None, reason: str | None, origin=lambda item: item.file,
+                authorize: Callable[[Any], str | None] | None = None, owner_verifies: bool = True,
+                ignored: set[str] | None = None) -> tuple[list[VersionWrite], list[tuple[str, datetime]]]:
     """Versions to append for ``items`` (anything with id, content, created, updated,
-    verified and file): new fragments, changed ones; unchanged ones change nothing."""
+    verified and file): new fragments, changed ones; unchanged ones change nothing.
+    ``actor`` is the author of every version; ``authorize`` (see ``authorizer``) refuses an item
+    as a per-file error before anything about it is compared. A later ``verified`` date counts
+    as a verification of an existing fragment only when the actor is its owner."""
     writes: list[VersionWrite] = []
     newly_verified: list[tuple[str, datetime]] = []
     for item in items:
+        if authorize is not None:
+            refusal = authorize(item)
+            if refusal is not None:
+                report.errors.append({"file": item.file, "message": f"{item.file}: {refusal}"})
+                continue
         current = known.get(item.id)
         author = actor or item.content.owner
         why = reason or f"ingest {Path(item.file).name}"
+        verified = item.verified
+        if current is not None and verified and (current[3] is None or verified > current[3]) \
+                and owner_verifies and actor is not None and actor != item.content.owner:
+            report.warnings.append({"file": item.file, "message": f"verified date ignored: only the owner "
+                                                                  f"({item.content.owner}) may verify {item.id}"})
+            verified = None
+            if ignored is not None:
+                ignored.add(item.id)
         if current is None:
             at = item.updated or now
             writes.append(VersionWrite(item.id, 1, item.content, author, why, at, item.created or at,
-                                       item.verified, origin(item)))
+                                       verified, origin(item)))
             report.added.append(item.id)
         elif current[0] == item.content.content_hash():
             report.unchanged.append(item.id)
-            if item.verified and (current[3] is None or item.verified > current[3]):
-                newly_verified.append((item.id, item.verified))
+            if verified and (current[3] is None or verified > current[3]):
+                newly_verified.append((item.id, verified))
         else:
             at = item.updated if item.updated and item.updated > current[2] else now
             writes.append(VersionWrite(item.id, current[1] + 1, item.content, author, why, at, None,
-                                       item.verified, origin(item)))
+                                       verified, origin(item)))
             report.updated.append(item.id)
     return writes, newly_verified
 
 
+def visible_ids(store: Store, actor: Principal, ids: Iterable[str]) -> set[str]:
+    """The ids among ``ids`` that name fragments ``actor`` may see (for link warnings that must not
+    reveal fragments outside the actor's scope)."""
+    wanted = sorted(set(ids))
+    if not wanted:
+        return set()
+    return {f.id for f in store.fragments(ids=wanted) if policy.sees(actor, f)}
+
+
 def ingest_files(store: Store, config: WorkspaceConfig, paths: Iterable[str | Path], *,
-                 actor: str | None = None, reason: str | None = None,
-                 progress: Progress | None = None, allow_secret: bool = False) -> IngestReport:
+                 actor: Principal, reason: str | None = None,
+                 progress: Progress | None = None, allow_secret: bool = False,
+                 dry_run: bool = False) -> IngestReport:
     report = IngestReport()
     known = store.hashes()
-    overrides: list[dict[str, str]] = []
+    overrides: dict[str, list[dict[str, str]]] = {}
     parsed, file_rows = read_files(paths, config, report, store.ingested_files(), known,
                                    allow_secret=allow_secret, overrides=overrides)
     now = utcnow()
-    batch_ids = {p.id for p in parsed}
-    all_ids = known.keys() | batch_ids
-    for item in parsed:
-        dangling = [link for link in (*item.content.links, *item.content.supersedes) if link not in all_ids]
+    currents = {f.id: f for f in store.fragments(ids=[p.id for p in parsed if p.id in known])}
+    unverified: set[str] = set()
+    writes, newly_verified = plan_writes(parsed, known, report, now=now, actor=actor.name, reason=reason,
+                                         authorize=authorizer(actor, currents, config.principals),
+                                         ignored=unverified)
+    refused = {e["file"] for e in report.errors}
+    accepted = [p for p in parsed if p.file not in refused]
+    batch_ids = {p.id for p in accepted}
+    targets = {link for item in accepted for link in (*item.content.links, *item.content.supersedes)}
+    linkable = batch_ids | visible_ids(store, actor, targets - batch_ids)
+    for item in accepted:
+        dangling = [link for link in (*item.content.links, *item.content.supersedes) if link not in linkable]
         if dangling:
             report.warnings.append({"file": item.file, "message": f"dangling link(s): {', '.join(dangling)}"})
-    writes, newly_verified = plan_writes(parsed, known, report, now=now, actor=actor, reason=reason)
-    if not writes and not newly_verified and not file_rows:
+    # a file is remembered as ingested only when all of it took effect (an ignored verified date did not)
+    file_rows = [row for row in file_rows if row[2] in batch_ids and row[2] not in unverified]
+    report.dry_run = dry_run
+    if dry_run or (not writes and not newly_verified and not file_rows):
         return report
+    numbers = {w.fragment_id: w.number for w in writes}
     with store.transaction():
         for start in range(0, len(writes), WRITE_CHUNK):
             store.write_versions(writes[start:start + WRITE_CHUNK])
@@ -155,10 +235,12 @@ def ingest_files(store: Store, config: WorkspaceConfig, paths: Iterable[str | Pa
         for fragment_id, verified in newly_verified:
             store.set_verified(fragment_id, verified)
         store.put_ingested_files(file_rows, now)
-        for override in overrides:
-            store.add_event("allow-secret", actor=actor, detail=override)
+        for fragment_id, found in sorted(overrides.items()):
+            if fragment_id in numbers:
+                store.put_secret_override(fragment_id, numbers[fragment_id], actor.name, now, found)
         if not writes:
             return report
-        store.add_event("ingest", actor=actor, detail={"added": len(report.added), "updated": len(report.updated),
-                                                        "errors": len(report.errors)})
+        store.add_event("ingest", actor=actor.name, detail={"added": len(report.added),
+                                                             "updated": len(report.updated),
+                                                             "errors": len(report.errors)})
     return report

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .store import VersionWrite
 
 
 class ExportQueries:
@@ -32,21 +35,12 @@ class ExportQueries:
             if mode is not None:
                 self._q("INSERT INTO set_members VALUES (?, ?, ?)", [name, fragment_id, mode])
 
-    def import_history(self, fragment_id: str, versions: list[dict[str, Any]], *, created_at: datetime,
-                       verified_at: datetime | None) -> None:
-        """Write a fragment's whole history (from a bundle) verbatim, then its current row."""
-        from ..models import Content
-        from .store import VersionWrite
-
-        writes = []
-        for v in versions:
-            content = Content.from_dict(v["content"])
-            writes.append(VersionWrite(fragment_id, v["version"], content, v["author"], v["reason"],
-                                       datetime.fromisoformat(v["created_at"].rstrip("Z")), created_at, verified_at,
-                                       "bundle"))
+    def import_history(self, writes: list["VersionWrite"]) -> None:
+        """Write versions of one fragment (from a bundle) in order, the last one made current:
+        earlier ones go straight into the history, the last through ``write_versions``."""
         with self.transaction():
             for w in writes[:-1]:
                 self._q("INSERT INTO fragment_versions VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        [fragment_id, w.number, w.author, w.at, w.reason, w.content.content_hash(),
+                        [w.fragment_id, w.number, w.author, w.at, w.reason, w.content.content_hash(),
                          json.dumps(w.content.to_dict())])
             self.write_versions(writes[-1:])

@@ -221,7 +221,7 @@ class WorkbenchApp(App):
 
     def ingest_folder(self, folder: str) -> None:
         def job(progress) -> str:
-            report = self.wb.ingest([Path(folder)], progress=progress).to_dict()
+            report = self.wb.ingest([Path(folder)], actor=self.me, progress=progress).to_dict()
             return (f"ingest: {report['added']} added, {report['updated']} updated, {report['unchanged']} unchanged, "
                     f"{len(report['errors'])} errors")
         self.run_job(f"ingesting {folder}", job)

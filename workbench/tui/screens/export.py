@@ -90,7 +90,7 @@ class ExportScreen(WbScreen):
                 written = self.wb.export_files(folder, scope=scope, principal=me, progress=progress)
                 return f"wrote {len(written)} files to {folder}"
             if fmt == "bundle":
-                manifest = self.wb.export_bundle(set_name or "", folder)
+                manifest = self.wb.export_bundle(set_name or "", folder, principal=me)
                 return f"wrote a bundle of {manifest['fragments']} fragments to {folder}"
             result = self.wb.export_agents(fmt, folder, scope=scope or "", principal=me, set_name=set_name)
             return f"wrote {len(result['files'])} files to {folder}"

@@ -1,0 +1,244 @@
+"""Who may do what: the one authorization policy of workbench.
+
+Every read and every write in the core asks this module, through ``may`` (or ``require``),
+before it touches the store; the faces (CLI, TUI, MCP, notebooks) and the importers never
+decide on their own. The visibility rule itself is ``Principal.can_see`` (models.py); this
+module turns it into a decision for each action:
+
+    action                     who may do it
+    read / export              a principal who can see the fragment
+    create in scope S          a principal who can see S; the owner named must also see S
+    edit (body, title, tags,   a principal who can see the fragment's current scope
+      links, sources, kind...)
+    reassign (owner or scope)  the current owner or a lead of the current scope; the actor must
+                               see the new scope, and so must the new owner
+    archive / restore / revert as for edit (plus reassign when the content moves)
+    verify / snooze            the owner
+    pin / unpin                a lead of the pin's scope (who can see the fragment)
+    merge                      a principal who sees both, in the same org
+    relink (during a merge)    only fragments the actor can see; others are left alone
+    read-trace                 only the principal who made the call
+    read-set                   the set's owner and principals who can see its scope
+    change-set                 the set's owner or a lead of its scope
+
+A target the actor may not see is refused exactly like one that does not exist
+(``Decision.hidden``), so no message tells the two apart. Pure: no I/O, no store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from .errors import NotFound, PermissionDenied, UserError
+from .models import Content, Fragment, Principal, Scope
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The answer to "may ACTOR do ACTION to TARGET?"; falsy when refused."""
+
+    allowed: bool
+    message: str = ""
+    hidden: bool = False   # refuse as "unknown": the target is not visible to the actor
+    action: str = ""
+
+    def __bool__(self) -> bool:
+        return self.allowed
+
+    def error(self) -> UserError:
+        return NotFound(self.message) if self.hidden else PermissionDenied(self.message)
+
+    def check(self) -> None:
+        if not self.allowed:
+            raise self.error()
+
+
+ALLOW = Decision(True)
+
+
+def _unknown(what: str, ident: str, action: str) -> Decision:
+    return Decision(False, f"unknown {what} {ident!r}", hidden=True, action=action)
+
+
+def _deny(message: str, action: str) -> Decision:
+    return Decision(False, message, action=action)
+
+
+def sees(actor: Principal, fragment: Fragment | Content) -> bool:
+    """The visibility rule applied to a fragment (or to a version's content)."""
+    content = fragment.content if isinstance(fragment, Fragment) else fragment
+    return actor.can_see(content.scope, owner=content.owner)
+
+
+def sees_scope(actor: Principal, scope: Scope) -> bool:
+    """May the actor work in ``scope`` at all (define a set, export agent files, see a pin there)?"""
+    return actor.can_see(scope)
+
+
+# -- rules, one per action ------------------------------------------------------------------
+
+def _read(actor: Principal, fragment: Fragment, **_: Any) -> Decision:
+    return ALLOW if sees(actor, fragment) else _unknown("fragment", fragment.id, "read")
+
+
+def _create(actor: Principal, scope: Scope, *, owner: Principal | None, **_: Any) -> Decision:
+    if owner is None:
+        return _deny("the owner must be a principal of workbench.yaml", "create")
+    if not actor.can_see(scope, owner=owner.name):
+        return _deny(f"{actor.name} may not create fragments in {scope}", "create")
+    if not owner.can_see(scope, owner=owner.name):
+        return _deny(f"owner {owner.name} is not a member of scope {scope}", "create")
+    return ALLOW
+
+
+def _edit(actor: Principal, fragment: Fragment, **_: Any) -> Decision:
+    return ALLOW if sees(actor, fragment) else _unknown("fragment", fragment.id, "edit")
+
+
+def _reassign(actor: Principal, fragment: Fragment, *, scope: Scope, owner: Principal | None, **_: Any
+              ) -> Decision:
+    if not sees(actor, fragment):
+        return _unknown("fragment", fragment.id, "reassign")
+    if actor.name != fragment.owner and not actor.leads(fragment.scope):
+        return _deny(f"only the owner of {fragment.id} ({fragment.owner}) or a lead of {fragment.scope} may change "
+                     "its owner or scope", "reassign")
+    if owner is None:
+        return _deny("the new owner must be a principal of workbench.yaml", "reassign")
+    if not actor.can_see(scope, owner=owner.name):
+        return _deny(f"{actor.name} may not move fragments into {scope}", "reassign")
+    if not owner.can_see(scope, owner=owner.name):
+        return _deny(f"the new owner {owner.name} is not a member of scope {scope}", "reassign")
+    return ALLOW
+
+
+def _owner_only(action: str) -> Callable[..., Decision]:
+    def rule(actor: Principal, fragment: Fragment, **_: Any) -> Decision:
+        if not sees(actor, fragment):
+            return _unknown("fragment", fragment.id, action)
+        if fragment.owner != actor.name:
+            return _deny(f"only the owner ({fragment.owner}) may {action} {fragment.id}", action)
+        return ALLOW
+    return rule
+
+
+def _lead_of(actor: Principal, scope: Scope, action: str) -> Decision:
+    if actor.leads(scope):
+        return ALLOW
+    led = ", ".join(str(s) for s in actor.lead_of) or "no scope"
+    return _deny(f"{actor.name} is not a tech lead of {scope} (leads: {led})", action)
+
+
+def _pin(actor: Principal, fragment: Fragment, *, scope: Scope, **_: Any) -> Decision:
+    if not sees(actor, fragment):  # first: say nothing about fragments outside the lead's scope
+        return _unknown("fragment", fragment.id, "pin")
+    return _lead_of(actor, scope, "pin")
+
+
+def _unpin(actor: Principal, scope: Scope, **_: Any) -> Decision:
+    return _lead_of(actor, scope, "unpin")
+
+
+def _merge(actor: Principal, keep: Fragment, *, drop: Fragment, **_: Any) -> Decision:
+    for f in (keep, drop):
+        if not sees(actor, f):
+            return _unknown("fragment", f.id, "merge")
+    if keep.scope.org != drop.scope.org:
+        return _deny(f"cannot merge across orgs ({drop.id} is in {drop.scope.org}, {keep.id} in {keep.scope.org})",
+                     "merge")
+    return ALLOW
+
+
+def _relink(actor: Principal, fragment: Fragment, **_: Any) -> Decision:
+    # A merge rewrites links only in fragments the actor can see; the others are left alone.
+    return ALLOW if sees(actor, fragment) else _unknown("fragment", fragment.id, "relink")
+
+
+def _read_trace(actor: Principal, trace: Mapping[str, Any], **_: Any) -> Decision:
+    return ALLOW if trace.get("principal") == actor.name else _unknown("trace", str(trace.get("id")), "read-trace")
+
+
+def _set_scope(found: Mapping[str, Any]) -> Scope:
+    scope = found["scope"]
+    return Scope.parse(scope) if isinstance(scope, str) else scope
+
+
+def _read_set(actor: Principal, found: Mapping[str, Any], **_: Any) -> Decision:
+    if actor.name == found["owner"] or actor.can_see(_set_scope(found)):
+        return ALLOW
+    return _unknown("set", str(found["name"]), "read-set")
+
+
+def _change_set(actor: Principal, found: Mapping[str, Any], **_: Any) -> Decision:
+    seen = _read_set(actor, found)
+    if not seen:
+        return seen
+    if actor.name == found["owner"] or actor.leads(_set_scope(found)):
+        return ALLOW
+    return _deny(f"only the owner of set {found['name']!r} ({found['owner']}) or a lead of its scope may change it",
+                 "change-set")
+
+
+RULES: dict[str, Callable[..., Decision]] = {
+    "read": _read, "export": _read,
+    "create": _create, "edit": _edit, "reassign": _reassign,
+    "archive": _edit, "restore": _edit, "revert": _edit,
+    "verify": _owner_only("verify"), "snooze": _owner_only("snooze"),
+    "pin": _pin, "unpin": _unpin,
+    "merge": _merge, "relink": _relink,
+    "read-trace": _read_trace, "read-set": _read_set, "change-set": _change_set,
+}
+ACTIONS = tuple(RULES)
+
+
+def may(actor: Principal, action: str, target: Any, **context: Any) -> Decision:
+    """May ``actor`` do ``action`` to ``target`` (a fragment, a scope, a trace or a set)?"""
+    try:
+        rule = RULES[action]
+    except KeyError:
+        raise ValueError(f"unknown action {action!r} (valid: {', '.join(ACTIONS)})") from None
+    return rule(actor, target, **context)
+
+
+def require(actor: Principal, action: str, target: Any, **context: Any) -> None:
+    """``may`` that raises: NotFound for what the actor may not see, PermissionDenied otherwise."""
+    may(actor, action, target, **context).check()
+
+
+def write_action(current: Fragment | None, new: Content) -> str:
+    """Which rule a write of ``new`` over ``current`` falls under."""
+    if current is None:
+        return "create"
+    if new.scope != current.scope or new.owner != current.owner:
+        return "reassign"
+    if new.status != current.status:
+        return "archive" if new.status == "archived" else "restore"
+    return "edit"
+
+
+def may_write(actor: Principal, current: Fragment | None, new: Content, *,
+              principals: Mapping[str, Principal], fragment_id: str | None = None) -> Decision:
+    """The decision for any write of content ``new`` (create, edit, reassign, archive, restore,
+    revert, import, merge): the one check every write path makes before anything is stored."""
+    action = write_action(current, new)
+    owner = principals.get(new.owner)
+    if current is None:
+        return may(actor, "create", new.scope, owner=owner)
+    if action == "reassign":
+        return may(actor, "reassign", current, scope=new.scope, owner=owner)
+    return may(actor, action, current)
+
+
+def require_write(actor: Principal, current: Fragment | None, new: Content, *,
+                  principals: Mapping[str, Principal]) -> None:
+    may_write(actor, current, new, principals=principals).check()
+
+
+def taken_message(fragment_id: str) -> str:
+    """What a create says when the id belongs to a fragment the actor may not see. Ids are one
+    namespace per workspace, so a create cannot succeed; the message names no scope, owner or title."""
+    return f"id {fragment_id!r} is not available: choose another id"
+
+
+__all__ = ["Decision", "ACTIONS", "RULES", "may", "require", "may_write", "require_write", "write_action", "sees",
+           "sees_scope", "taken_message"]
