@@ -17,7 +17,7 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
-from policy_oracle import LENIENT, STRICT, Oracle, State, Verdict, Where, both, member_of, sees
+from policy_oracle import DECIDED, LENIENT, STRICT, Oracle, State, Verdict, Where, both, member_of, sees
 from policy_workspace import (
     GHOST,
     ID_POOL,
@@ -284,15 +284,15 @@ class MachineBase(RuleBasedStateMachine):
         ``gone``: the target ids, in the order they are looked up, that the actor may not see (or
         that do not exist): the first is the one the refusal must call unknown, in the very words
         used for an id that never existed."""
-        allowed = {v.allowed for v in verdicts.values()}
+        allowed = {verdicts[DECIDED].allowed}
         try:
             result = call()
         except UserError as e:
             self.log.append(f"{describe} -> refused {type(e).__name__}: {e}")
             self.count(op, verdicts, "refused", e)
             self.check(allowed != {True}, f"{describe}: refused ({type(e).__name__}: {e}) but the oracle allows "
-                                          f"({verdicts[STRICT].why})")
-            hidden = {v.hidden for v in verdicts.values() if not v.allowed}
+                                          f"({verdicts[DECIDED].why})")
+            hidden = {verdicts[DECIDED].hidden} if not verdicts[DECIDED].allowed else set()
             if hidden == {True}:
                 self.check(isinstance(e, NotFound), f"{describe}: the target is unknown or invisible to the actor, "
                                                     f"so NotFound was expected, got {type(e).__name__}: {e}")
@@ -301,7 +301,7 @@ class MachineBase(RuleBasedStateMachine):
                                f"{describe}: {str(e)!r} is not what an unknown id answers")
             elif hidden == {False}:
                 self.check(not isinstance(e, NotFound), f"{describe}: the target is visible, yet NotFound: {e} "
-                                                        f"(oracle: {verdicts[STRICT].why})")
+                                                        f"(oracle: {verdicts[DECIDED].why})")
             self.unchanged(describe)
             if on_refused is not None:
                 on_refused(e)
@@ -311,7 +311,7 @@ class MachineBase(RuleBasedStateMachine):
             self.fail(f"{describe}: raised {type(e).__name__} (not a UserError): {e}")
         self.log.append(f"{describe} -> ok")
         self.count(op, verdicts, "allowed")
-        self.check(allowed != {False}, f"{describe}: succeeded but the oracle refuses: {verdicts[STRICT].why}")
+        self.check(allowed != {False}, f"{describe}: succeeded but the oracle refuses: {verdicts[DECIDED].why}")
         return True, result
 
     def expect_versions(self, fid: str, new: list[C], actor: str, describe: str):

@@ -9,7 +9,10 @@ Where the table can be read two ways, the oracle says so rather than pick one. T
 such place is the session level: "can see scope S" may mean *a member of every level S
 sets, session included* (``STRICT``), or *would see a fragment in S with that owner*, the
 read rule, under which a fragment's owner sees it even outside its session (``LENIENT``).
-Every decision is taken under both readings; a caller treats a disagreement as ambiguous.
+Every decision is taken under both readings. The team has since decided for ``LENIENT``
+(README, "Who may do what": in a session scope, "see" means a member of the session or the
+fragment's own owner), so the checks hold the product to ``DECIDED``; disagreements between the
+two readings are still counted, to show how often the choice matters.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from dataclasses import dataclass, field
 
 STRICT, LENIENT = "strict", "lenient"
 READINGS = (STRICT, LENIENT)
+DECIDED = LENIENT
 LEVELS = ("org", "repo", "persona", "session")
 
 
