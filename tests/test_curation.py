@@ -239,6 +239,45 @@ def test_allow_secret_stores_and_records_the_override(sample_workspace, tmp_path
         assert len(events) == 1 and "AWS access key id" in events[0]["detail"]["findings"]
 
 
+def test_a_fragment_stored_with_an_override_is_withheld_unless_the_call_says_so(wb, tmp_path):
+    src = tmp_path / "in"
+    write_fragment(src, "nw-leaky-runbook", kind="runbook", title="Rotate the zebra quartz gateway credentials",
+                   body=f"Rotate the zebra quartz gateway: export AWS_ACCESS_KEY_ID={AWS}\n")
+    assert wb.ingest([src], actor="marco.bianchi", allow_secret=True).added == ["nw-leaky-runbook"]
+    assert wb.store.secret_flagged() == {"nw-leaky-runbook"}
+    query = "rotate the zebra quartz gateway credentials"
+    ids = lambda result: [h.id for h in result.hits + result.avoid]  # noqa: E731
+    assert "nw-leaky-runbook" not in ids(wb.search(query, principal="marco.bianchi"))
+    assert "nw-leaky-runbook" in ids(wb.search(query, principal="marco.bianchi", allow_secret=True))
+    served = wb.context(query, principal="marco.bianchi", budget=2000)
+    assert "nw-leaky-runbook" not in [i.hit.id for i in served.fragments + served.avoid]
+    with pytest.raises(UserError, match="not served to agents"):
+        wb.fetch("nw-leaky-runbook", principal="marco.bianchi")  # the MCP `get`
+    assert wb.fetch("nw-leaky-runbook", principal="marco.bianchi", allow_secret=True)[0].id == "nw-leaky-runbook"
+    wb.pin("nw-leaky-runbook", scope="org=northwind,repo=payments-api", actor="marco.bianchi")
+    assert "nw-leaky-runbook" not in [i.hit.id for i in wb.context(query, principal="marco.bianchi").fragments]
+    exported = {p.stem for p in wb.export_files(tmp_path / "files", principal="marco.bianchi")}
+    assert "nw-leaky-runbook" not in exported and "nw-adr-0007-idempotency-keys" in exported
+    agents = (tmp_path / "agents")
+    wb.export_agents("agents-md", agents, scope="org=northwind,repo=payments-api", principal="marco.bianchi")
+    assert "nw-leaky-runbook" not in (agents / "AGENTS.md").read_text()
+    # the owner fixes it: the new version is clean, so nothing is withheld any more
+    wb.edit("nw-leaky-runbook", "Rotate the zebra quartz gateway keys through the vault.", reason="remove the key",
+            actor="marco.bianchi")
+    assert wb.store.secret_flagged() == set()
+    assert "nw-leaky-runbook" in ids(wb.search(query, principal="marco.bianchi"))
+
+
+def test_lead_of_outside_ones_own_orgs_is_a_config_error(tmp_path, cli):
+    from conftest import CONFIG
+
+    bad = tmp_path / "workbench.yaml"
+    bad.write_text(CONFIG.read_text().replace('lead_of: ["org=northwind,repo=payments-api"]',
+                                              'lead_of: ["org=northwind,repo=payments-api", "org=tidewater"]'))
+    r = cli("init", "--config", str(bad), workspace=tmp_path / "ws")
+    assert_exit_2(r, "lead_of 'org=tidewater' is outside the principal's orgs (northwind)")
+
+
 def test_edit_refuses_credentials(wb):
     with pytest.raises(SecretFound, match="line 2: password assignment"):
         wb.edit("nw-rb-deploy-rollback", "Steps\npassword = \"Tr0ub4dor&3x\"\n", reason="oops", actor="dan.kowalski")

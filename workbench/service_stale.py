@@ -87,7 +87,10 @@ class StaleMixin:
             for owner, owned in sorted(due.items()):
                 path = outbox / f"{owner}.md"
                 tmp = path.with_suffix(".md.tmp")
-                tmp.write_text(digest(owner, owned, now=now, workspace=self.config.name), encoding="utf-8")
+                text = digest(owner, owned, now=now, workspace=self.config.name)
+                if path.exists():  # another lead's run today (another org): keep theirs, add ours
+                    text = path.read_text(encoding="utf-8").rstrip() + "\n\n---\n\n" + text
+                tmp.write_text(text, encoding="utf-8")
                 tmp.replace(path)
                 report.nudged[owner] = [i.fragment.id for i in owned]
                 report.digests.append(str(path))
