@@ -18,6 +18,7 @@ def test_golden_targets_hold(sample_wb):
     for name in ("bm25", "dense", "hybrid"):
         assert METRICS <= set(report[name]) and report[name]["queries"] >= 80
     assert report["hybrid"]["recall@10"] >= 0.95
+    assert report["hybrid"]["abstention"] >= 0.8 and report["hybrid"]["negatives"] >= 25
     assert report["hybrid"]["ndcg@10"] > max(report["bm25"]["ndcg@10"], report["dense"]["ndcg@10"])
     assert set(report["hybrid"]["by_scope"]) == {"org=northwind", "org=tidewater"}
 
@@ -102,3 +103,31 @@ def test_cli_eval_golden_json_contract(sample_workspace, cli):
     assert set(data) == {"bm25", "hybrid"} and METRICS <= set(data["hybrid"])
     r = cli("eval", "--golden", str(SAMPLE / "golden.yaml"), "--pipeline", "nope", workspace=sample_workspace)
     assert r.returncode == 2 and "unknown pipeline 'nope'" in r.stderr
+
+
+def test_negative_queries_are_left_out_of_ndcg_and_give_the_abstention_rate(sample_wb, tmp_path):
+    positive = ("- id: p1\n  query: double-entry ledger journal postings must balance\n  principal: sofia.okafor\n"
+                "  relevant: [nw-adr-0001-double-entry-ledger]\n")
+    negative = ("- id: n1\n  query: what is the budget for the quarterly team offsite\n  principal: sofia.okafor\n"
+                "  relevant: []\n  type: negative\n")
+    alone, mixed = tmp_path / "alone.yaml", tmp_path / "mixed.yaml"
+    alone.write_text("queries:\n" + positive)
+    mixed.write_text("queries:\n" + positive + negative)
+    a = sample_wb.eval_golden(str(alone), pipelines=["bm25", "hybrid"])
+    m = sample_wb.eval_golden(str(mixed), pipelines=["bm25", "hybrid"])
+    for name in ("bm25", "hybrid"):
+        for metric in ("ndcg@10", "recall@10", "recall@100", "mrr@10", "queries", "answered"):
+            assert m[name][metric] == a[name][metric], (name, metric)
+        assert m[name]["queries"] == 1 and m[name]["negatives"] == 1 and m[name]["abstention"] == 1.0
+        assert a[name]["abstention"] is None and a[name]["answered"] == 1.0
+        assert m[name]["min_confidence"] == sample_wb.confidence_floor()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("queries:\n" + negative.replace("relevant: []", "relevant: [nw-adr-0001-double-entry-ledger]"))
+    with pytest.raises(UserError, match="a negative query has no relevant fragments"):
+        sample_wb.eval_golden(str(bad))
+
+
+def test_cli_eval_reports_abstention(sample_workspace, cli):
+    r = cli("eval", "--golden", str(SAMPLE / "golden.yaml"), "--pipeline", "hybrid", workspace=sample_workspace)
+    assert r.returncode == 0, r.stderr
+    assert "abstention" in r.stdout and "negative queries" in r.stdout

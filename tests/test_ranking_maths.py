@@ -109,3 +109,66 @@ def test_vectorised_bm25_scores_equal_bm25s():
         got = ours.scores([vocab[t] for t in query])
         assert got == pytest.approx(expected, rel=1e-5, abs=1e-6)
     assert ours.document_frequency(vocab["pool"]) == 2 and ours.document_frequency(99) == 0
+
+
+# -- supersession (pure) ------------------------------------------------------------------------
+
+def test_superseders_count_only_visible_ones_and_name_the_newest():
+    from workbench.rank import supersession
+
+    pos = {f: i for i, f in enumerate(["a", "b", "c", "d", "e"])}
+    newer, older = supersession.edge_arrays([("b", "a"), ("c", "a"), ("d", "c"), ("a", "a"), ("x", "a"),
+                                             ("b", "a")], pos)
+    assert list(zip(newer.tolist(), older.tolist())) == [(1, 0), (2, 0), (3, 2)]   # distinct, known, no self
+    updated = np.array([0.0, 5.0, 9.0, 1.0, 0.0])
+    everyone = np.ones(5, dtype=bool)
+    assert supersession.superseders(everyone, newer, older, updated).tolist() == [2, -1, 3, -1, -1]
+    no_c = everyone.copy()
+    no_c[2] = False                                          # c invisible: b is named for a instead
+    assert supersession.superseders(no_c, newer, older, updated).tolist() == [1, -1, 3, -1, -1]
+    no_bc = no_c.copy()
+    no_bc[1] = False                                         # no superseder of a left in view
+    assert supersession.superseders(no_bc, newer, older, updated).tolist() == [-1, -1, 3, -1, -1]
+    tie = np.array([0.0, 5.0, 5.0, 1.0, 0.0])                # same update time: the smaller position
+    assert supersession.superseders(everyone, newer, older, tie)[0] == 1
+    empty = supersession.edge_arrays([], pos)
+    assert supersession.superseders(everyone, *empty, updated).tolist() == [-1] * 5
+
+
+def test_demotion_always_lowers_and_keeps_non_candidates_out():
+    from workbench.rank import supersession
+
+    scores = np.array([0.8, -0.2, NEG, 0.5])
+    out = supersession.demote(scores, np.array([0, 1, 2]))
+    assert out[0] == pytest.approx(0.8 * supersession.DEMOTION) and out[1] < -0.2 and np.isneginf(out[2])
+    assert out[3] == 0.5 and scores[0] == 0.8                # a copy
+    assert np.array_equal(supersession.demote(scores, np.zeros(0, dtype=np.int64)), scores)
+
+
+def test_supersedes_enters_pagerank_reversed():
+    from workbench.rank.authority import edge_arrays, pagerank, visible_authority
+
+    ids = ["new", "old", "c1", "c2"]
+    links, refs, _ = edge_arrays(ids, [("c1", "old"), ("c2", "old"), ("new", "old")], [])
+    sup = (np.array([0]), np.array([1]))                      # new supersedes old (and also links to it)
+    everyone = np.ones(4, dtype=bool)
+    rank, in_degree, out_degree = visible_authority(everyone, links, refs, sup)
+    plain, _, _ = visible_authority(everyone, links, refs)
+    assert rank[0] > plain[0] and rank[1] < plain[1] and rank[0] > rank[1]   # old's citations flow on to new
+    assert in_degree.tolist() == [0, 3, 0, 0] and out_degree.tolist() == [1, 0, 1, 1]
+    reference = pagerank(ids, [("c1", "old"), ("c2", "old"), ("new", "old")], supersedes=[("new", "old")])
+    assert [reference[i][0] for i in ids] == pytest.approx(rank.tolist(), abs=1e-6)
+    assert [reference[i][1:] for i in ids] == list(zip(in_degree.tolist(), out_degree.tolist()))
+
+
+def test_bm25_contains_matches_the_documents_tokens():
+    from workbench.rank.bm25 import BM25Matrix
+
+    rng = np.random.default_rng(4)
+    docs = [rng.integers(0, 15, size=rng.integers(0, 12)) for _ in range(40)]
+    matrix = BM25Matrix(docs, 15)
+    tokens = [-1, 0, 3, 7, 14, 15]
+    positions = np.array([0, 5, 39, 5, 17])
+    expected = np.array([[t in set(docs[p].tolist()) for p in positions] for t in tokens])
+    assert np.array_equal(matrix.contains(tokens, positions), expected)
+    assert matrix.contains([], positions).shape == (0, 5)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import timedelta
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conftest import SAMPLE
 from workbench import Workbench
@@ -14,8 +17,21 @@ from workbench.errors import NotFound, PermissionDenied, UserError
 from workbench.retrieval.embedder import count_tokens
 from workbench.store.store import utcnow
 
-HIT_FIELDS = {"id", "version", "title", "score", "scores", "source", "updated_at", "text", "scope", "owner", "kind"}
-SCORE_FIELDS = {"lexical", "dense", "fused", "freshness", "authority", "pinned"}
+HIT_FIELDS = {"id", "version", "title", "score", "scores", "source", "updated_at", "text", "scope", "owner", "kind",
+              "confidence", "superseded_by"}
+SCORE_FIELDS = {"lexical", "dense", "fused", "freshness", "authority", "pinned", "coverage"}
+
+
+@pytest.fixture(scope="module")
+def sample_wb(sample_workspace_template, tmp_path_factory):
+    """This module's own copy of the sample workspace: its search and context calls store traces
+    (usage), which must not reach the shared template other modules copy (the inbox ranks by use)."""
+    import shutil
+
+    target = tmp_path_factory.mktemp("private-sample") / "ws"
+    shutil.copytree(sample_workspace_template, target)
+    with Workbench.open(target) as bench:
+        yield bench
 
 
 def golden():
@@ -102,9 +118,11 @@ def test_cli_search_and_context_json_contracts(sample_workspace, cli):
     r = cli("context", "deploy rollback", "--as", "dan.kowalski", "--json", "--budget", "1200",
             workspace=sample_workspace)
     data = json.loads(r.stdout)
-    assert set(data) >= {"trace_id", "budget_tokens", "used_tokens", "fragments", "avoid"}
+    assert set(data) >= {"trace_id", "budget_tokens", "used_tokens", "fragments", "avoid", "min_confidence",
+                         "abstained"}
     for item in data["fragments"] + data["avoid"]:
-        assert {"id", "version", "title", "score", "scores", "tokens", "source", "updated_at", "text"} <= set(item)
+        assert {"id", "version", "title", "score", "scores", "tokens", "source", "updated_at", "text", "confidence",
+                "superseded_by"} <= set(item)
     for args, message in ((["search", "", "--as", "grace.kim"], "query is empty"),
                           (["search", "x", "--as", "nobody"], "unknown principal"),
                           (["search", "x", "--pipeline", "nope"], "valid: hybrid, bm25, dense"),
@@ -183,9 +201,13 @@ def test_context_fits_the_budget_in_order_with_model_token_counts(sample_wb):
     ctx = sample_wb.context("idempotency keys and retries for payment requests", principal="marco.bianchi",
                             budget=1500)
     assert 0 < ctx.used_tokens <= 1500
-    assert ctx.used_tokens == sum(i.tokens for i in ctx.fragments + ctx.avoid)
+    # what an agent receives is what was counted: items with their citations, separators, the avoid heading
+    from workbench.retrieval.compose import SEPARATOR
+
+    assert 0 <= ctx.used_tokens - count_tokens(ctx.text()) <= count_tokens(SEPARATOR)
     for item in ctx.fragments + ctx.avoid:
         assert item.tokens == count_tokens(item.text)
+        assert item.text.endswith(f"(source: {item.hit.id}@v{item.hit.fragment.version})")
     assert ctx.avoid and all(i.hit.fragment.kind == "anti-pattern" for i in ctx.avoid)
     text = ctx.text()
     assert text.index(ctx.fragments[0].text) < text.index("# Avoid")
@@ -259,3 +281,123 @@ def test_an_edit_refreshes_only_what_changed(sample_workspace):
         wb.archive("nw-rb-deploy-rollback", actor="dan.kowalski", reason="gone")
         assert "nw-rb-deploy-rollback" not in wb.search_index().pos
         assert "nw-rb-deploy-rollback" not in wb.store.authority()[1]
+
+
+# -- filters and the per-query dense weight ------------------------------------------------------
+
+def test_filters_narrow_the_candidates_before_the_k_cut(sample_wb):
+    from datetime import date
+
+    nw = [f for f in sample_wb.list(principal="priya.raman") if f.kind != "anti-pattern"]
+    cases = [({"kind": "runbook"}, lambda f: f.kind == "runbook"),
+             ({"kind": ["policy", "decision"]}, lambda f: f.kind in ("policy", "decision")),
+             ({"tag": "payments"}, lambda f: "payments" in f.tags),
+             ({"tag": ["kafka", "ledger"]}, lambda f: {"kafka", "ledger"} & set(f.tags)),
+             ({"owner": "dan.kowalski"}, lambda f: f.owner == "dan.kowalski"),
+             ({"updated_since": "2026-06-01"}, lambda f: f.updated_at.date() >= date(2026, 6, 1)),
+             ({"updated_since": date(2026, 6, 1), "kind": "decision"},
+              lambda f: f.kind == "decision" and f.updated_at.date() >= date(2026, 6, 1))]
+    for filters, keep in cases:
+        matching = {f.id for f in nw if keep(f)}
+        assert matching, filters
+        for k in (3, 40):
+            result = sample_wb.search("kafka consumer lag", principal="priya.raman", pipeline="dense", k=k,
+                                      trace=False, **filters)
+            ids = {h.id for h in result.hits}
+            assert ids <= matching, filters
+            assert len(result.hits) == min(k, len(matching)), (filters, k)   # k whenever k match
+        ctx = sample_wb.context("kafka consumer lag", principal="priya.raman", min_confidence=0.0,
+                                budget=100_000, **filters)
+        assert {i.hit.id for i in ctx.fragments} <= matching
+
+
+def test_filters_do_not_change_the_statistics_a_score_is_made_of(sample_wb):
+    """BM25 (N, df, avgdl) and authority stay over what the caller sees: a fragment's lexical
+    score and authority are the same with or without a filter."""
+    plain = sample_wb.search("pgbouncer pool exhausted", principal="grace.kim", k=60, trace=False)
+    narrow = sample_wb.search("pgbouncer pool exhausted", principal="grace.kim", k=60, trace=False, kind="runbook")
+    before = {h.id: h.scores for h in plain.hits}
+    assert narrow.hits and all(h.fragment.kind == "runbook" for h in narrow.hits)
+    for h in narrow.hits:
+        if h.id in before:
+            assert h.scores["lexical"] == before[h.id]["lexical"]
+            assert h.scores["authority"] == before[h.id]["authority"]
+            assert h.scores["dense"] == before[h.id]["dense"]
+
+
+def test_dense_weight_is_applied_and_traced(sample_wb):
+    result = sample_wb.search("pgbouncer pool exhausted", principal="grace.kim", dense_weight=1.0)
+    for h in result.hits:
+        assert h.scores["fused"] == pytest.approx(h.scores["dense"])     # all dense
+    trace = sample_wb.trace(result.trace_id, principal="grace.kim")
+    assert trace["settings"]["dense_weight"] == 1.0 and trace["settings"]["filters"] is None
+    lexical = sample_wb.search("pgbouncer pool exhausted", principal="grace.kim", dense_weight=0.0, kind="runbook")
+    top = max(h.scores["lexical"] for h in lexical.hits)
+    for h in lexical.hits:
+        assert h.scores["fused"] == pytest.approx(h.scores["lexical"] / top)
+    trace = sample_wb.trace(lexical.trace_id, principal="grace.kim")
+    assert trace["settings"]["dense_weight"] == 0.0 and trace["settings"]["filters"]["kind"] == ["runbook"]
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"kind": "memo"}, "unknown kind 'memo' (valid: decision"),
+    ({"kind": ["runbook", ""]}, "--kind must be a non-empty name"),
+    ({"owner": "mallory"}, "unknown owner 'mallory'"),
+    ({"updated_since": "last tuesday"}, "--updated-since must be a date written YYYY-MM-DD"),
+    ({"updated_since": "2026-02-30"}, "--updated-since must be a date"),
+    ({"dense_weight": 1.5}, "--dense-weight must be a number from 0 to 1"),
+    ({"dense_weight": "high"}, "--dense-weight must be a number from 0 to 1"),
+    ({"dense_weight": 0.5, "fusion": "rrf"}, "--dense-weight applies to the hybrid pipeline with weighted fusion"),
+    ({"dense_weight": 0.5, "pipeline": "bm25"}, "--dense-weight applies to the hybrid pipeline"),
+])
+def test_bad_filters_are_user_errors(sample_wb, kwargs, message):
+    with pytest.raises(UserError, match=re.escape(message)):
+        sample_wb.search("anything", principal="grace.kim", **kwargs)
+    if "fusion" not in kwargs:
+        with pytest.raises(UserError, match=re.escape(message)):
+            sample_wb.context("anything", principal="grace.kim", **kwargs)
+
+
+def test_cli_filters(sample_workspace, cli):
+    r = cli("search", "kafka consumer lag", "--as", "priya.raman", "--kind", "runbook", "--kind", "decision",
+            "--updated-since", "2025-01-01", "--dense-weight", "0.5", "--json", "-k", "5", workspace=sample_workspace)
+    assert r.returncode == 0, r.stderr
+    hits = json.loads(r.stdout)["hits"]
+    assert hits and all(h["kind"] in ("runbook", "decision") for h in hits)
+    assert all(0 <= h["confidence"] <= 1 and 0 <= h["score"] <= 1 for h in hits)
+    r = cli("context", "kafka consumer lag", "--as", "priya.raman", "--tag", "kafka", "--owner", "marco.bianchi",
+            "--min-confidence", "0", "--json", workspace=sample_workspace)
+    assert r.returncode == 0, r.stderr
+    for args, message in ((["--kind", "memo"], "unknown kind"), (["--owner", "nobody"], "unknown owner"),
+                          (["--updated-since", "soon"], "YYYY-MM-DD"), (["--dense-weight", "7"], "from 0 to 1"),
+                          (["--dense-weight", "x"], "invalid float"), (["--min-confidence", "2"], "from 0 to 1")):
+        for command in ("search", "context"):
+            r = cli(command, "kafka", "--as", "priya.raman", *args, workspace=sample_workspace)
+            assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, (command, args, r.stderr)
+
+
+FILTER_TAGS = ["payments", "kafka", "ledger", "postgres", "pgbouncer", "deploy", "incident", "security", "dispatch"]
+FILTER_OWNERS = ["marco.bianchi", "dan.kowalski", "priya.raman", "raj.patel", "lena.fischer", "emma.novak"]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(who=st.sampled_from(["grace.kim", "marco.bianchi", "agent.tw-ops", "hannah.lee"]),
+       kinds=st.lists(st.sampled_from(["decision", "runbook", "code", "policy", "note", "session-summary"]),
+                      unique=True, max_size=3),
+       tags=st.lists(st.sampled_from(FILTER_TAGS), unique=True, max_size=3),
+       owners=st.lists(st.sampled_from(FILTER_OWNERS), unique=True, max_size=3),
+       since=st.sampled_from([None, "2025-06-01", "2026-03-01"]), k=st.integers(1, 30))
+def test_filtered_search_returns_k_whenever_k_match(sample_wb, who, kinds, tags, owners, since, k):
+    from datetime import date
+
+    def keep(f):
+        return (f.kind != "anti-pattern" and (not kinds or f.kind in kinds) and (not tags or set(tags) & set(f.tags))
+                and (not owners or f.owner in owners)
+                and (since is None or f.updated_at.date() >= date.fromisoformat(since)))
+
+    matching = {f.id for f in sample_wb.list(principal=who) if keep(f)}
+    result = sample_wb.search("incident response for the payments database", principal=who, pipeline="dense", k=k,
+                              trace=False, kind=kinds or None, tag=tags or None, owner=owners or None,
+                              updated_since=since)
+    assert {h.id for h in result.hits} <= matching
+    assert len(result.hits) == min(k, len(matching))

@@ -65,6 +65,7 @@ class WorkspaceConfig:
     default_principal: str | None = None
     half_life_days: dict[str, float] = field(default_factory=dict)
     reranker: dict[str, Any] | None = None
+    confidence_floor: float | None = None   # context drops candidates below it (None: the calibrated default)
 
     @classmethod
     def load(cls, path: Path) -> "WorkspaceConfig":
@@ -127,7 +128,8 @@ class WorkspaceConfig:
             raise ValidationError(f"unknown principal {default!r}", file=file, field="default_principal")
         return cls(name=raw.get("name", "workspace"), orgs=orgs, principals=principals,
                    default_principal=default, half_life_days=dict(raw.get("freshness_half_life_days", {})),
-                   reranker=raw.get("reranker"))
+                   reranker=raw.get("reranker"),
+                   confidence_floor=float(raw["confidence_floor"]) if "confidence_floor" in raw else None)
 
     def principal(self, name: str | None) -> Principal:
         """Look a principal up by name; None means the default principal."""

@@ -6,32 +6,57 @@ import html
 from dataclasses import dataclass, field
 from typing import Any
 
-from .retrieval.compose import ContextItem
+from .retrieval.compose import ContextItem, abstention_line, join
 from .retrieval.pipeline import Hit
 
 
+# Notebook renderings show titles, queries, reasons and ids that anyone who wrote a fragment
+# chose: every value is escaped, in HTML and in markdown (which passes raw HTML through).
+
+def _h(value: Any) -> str:
+    """A value as HTML text (quotes too, so it is safe in an attribute as well)."""
+    return html.escape(str(value), quote=True)
+
+
+# markdown: HTML-significant characters as entities; inline markup and table pipes backslash-escaped
+_MD_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\\": "\\\\", "`": "\\`", "*": "\\*",
+                             "_": "\\_", "[": "\\[", "]": "\\]", "~": "\\~", "|": "\\|", "$": "\\$"})
+
+
+def _md(value: Any) -> str:
+    """A value as markdown text on one line: no raw HTML, no links or emphasis, no table breaks."""
+    return " ".join(str(value).splitlines()).translate(_MD_ESCAPES)
+
+
+def _md_code(value: Any) -> str:
+    """A value as an inline code span (where markdown shows it verbatim and escaped), or as
+    escaped text when a backtick would end the span."""
+    text = " ".join(str(value).splitlines())
+    return _md(text) if "`" in text or not text.strip() else f"`{text}`"
+
+
 def _table_html(headers: list[str], rows: list[list[Any]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    head = "".join(f"<th>{_h(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{_h(c)}</td>" for c in row) + "</tr>" for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _table_md(headers: list[str], rows: list[list[Any]]) -> str:
-    esc = lambda v: str(v).replace("|", "\\|").replace("\n", " ")  # noqa: E731
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
+    lines = ["| " + " | ".join(_md(h) for h in headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(_md(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
 
 
 def _hit_row(h: Hit) -> list[Any]:
     s = h.scores
     fmt = lambda v: "" if v is None else (f"{v:.3f}" if isinstance(v, float) else v)  # noqa: E731
-    return [h.rank, h.id, h.fragment.kind, h.fragment.title, f"{h.score:.3f}", fmt(s.get("lexical")),
-            fmt(s.get("dense")), fmt(s.get("freshness")), fmt(s.get("authority")), "📌" if s.get("pinned") else "",
-            str(h.fragment.scope)]
+    return [h.rank, h.id, h.fragment.kind, h.fragment.title, f"{h.score:.3f}", f"{h.confidence:.2f}",
+            fmt(s.get("lexical")), fmt(s.get("dense")), fmt(s.get("freshness")), fmt(s.get("authority")),
+            "📌" if s.get("pinned") else "", str(h.fragment.scope), h.superseded_label() or ""]
 
 
-_HIT_HEADERS = ["#", "id", "kind", "title", "score", "lexical", "dense", "freshness", "authority", "pin", "scope"]
+_HIT_HEADERS = ["#", "id", "kind", "title", "score", "confidence", "lexical", "dense", "freshness", "authority", "pin",
+                "scope", "superseded"]
 
 
 @dataclass
@@ -54,14 +79,14 @@ class SearchResult:
         return f"<SearchResult {self.query!r}: {len(self.hits)} hits, {len(self.avoid)} avoid, trace {self.trace_id}>"
 
     def _repr_html_(self) -> str:
-        out = f"<p>search <b>{html.escape(self.query)}</b> — trace {html.escape(str(self.trace_id))}</p>"
+        out = f"<p>search <b>{_h(self.query)}</b> — trace {_h(self.trace_id)}</p>"
         out += _table_html(_HIT_HEADERS, [_hit_row(h) for h in self.hits])
         if self.avoid:
             out += "<p><b>Avoid</b></p>" + _table_html(_HIT_HEADERS, [_hit_row(h) for h in self.avoid])
         return out
 
     def _repr_markdown_(self) -> str:
-        out = f"search **{self.query}** — trace `{self.trace_id}`\n\n" + _table_md(
+        out = f"search **{_md(self.query)}** — trace {_md_code(self.trace_id)}\n\n" + _table_md(
             _HIT_HEADERS, [_hit_row(h) for h in self.hits])
         if self.avoid:
             out += "\n\n**Avoid**\n\n" + _table_md(_HIT_HEADERS, [_hit_row(h) for h in self.avoid])
@@ -78,25 +103,25 @@ class ContextResult:
     avoid: list[ContextItem]
     omitted: list[dict[str, Any]] = field(default_factory=list)
     note: str | None = None
+    min_confidence: float | None = None   # the confidence floor applied (pins exempt)
+    abstained: bool = False               # nothing ranked passed: "no relevant knowledge in scope"
 
     def to_dict(self) -> dict[str, Any]:
         data = {"trace_id": self.trace_id, "budget_tokens": self.budget_tokens, "used_tokens": self.used_tokens,
                 "fragments": [i.to_dict() for i in self.fragments], "avoid": [i.to_dict() for i in self.avoid],
-                "omitted": self.omitted}
+                "omitted": self.omitted, "min_confidence": self.min_confidence, "abstained": self.abstained}
         if self.note:
             data["note"] = self.note
         return data
 
     def text(self) -> str:
-        """The context as an agent receives it: markdown with citations."""
-        blocks = []
-        for item in self.fragments:
-            blocks.append(f"{item.text}\n\n(source: {item.hit.id} v{item.hit.fragment.version})")
-        if self.avoid:
-            blocks.append("# Avoid")
-            for item in self.avoid:
-                blocks.append(f"{item.text}\n\n(source: {item.hit.id} v{item.hit.fragment.version})")
-        return "\n\n---\n\n".join(blocks) if blocks else (self.note or "")
+        """The context as an agent receives it: markdown, each item ending with its citation, within
+        the budget (everything here was counted), and, when nothing relevant was found, a sentence
+        saying so before any pins."""
+        if not self.fragments and not self.avoid:
+            return self.note or ""
+        lead = abstention_line(self.note) if self.abstained and self.note else None
+        return join(self.fragments, self.avoid, lead)
 
     def __repr__(self) -> str:
         return (f"<ContextResult {self.query!r}: {len(self.fragments)} fragments, {len(self.avoid)} avoid, "
@@ -108,13 +133,14 @@ class ContextResult:
                 + [["avoid", i.hit.id, i.hit.fragment.version, i.hit.fragment.title, i.tokens] for i in self.avoid])
 
     def _repr_html_(self) -> str:
-        return (f"<p>context <b>{html.escape(self.query)}</b> — {self.used_tokens}/{self.budget_tokens} tokens, "
-                f"trace {html.escape(str(self.trace_id))}</p>"
+        return (f"<p>context <b>{_h(self.query)}</b> — {_h(self.used_tokens)}/{_h(self.budget_tokens)} tokens, "
+                f"trace {_h(self.trace_id)}</p>"
                 + _table_html(["section", "id", "version", "title", "tokens"], self._rows()))
 
     def _repr_markdown_(self) -> str:
-        return (f"context **{self.query}** — {self.used_tokens}/{self.budget_tokens} tokens, trace "
-                f"`{self.trace_id}`\n\n" + _table_md(["section", "id", "version", "title", "tokens"], self._rows()))
+        return (f"context **{_md(self.query)}** — {_md(self.used_tokens)}/{_md(self.budget_tokens)} tokens, trace "
+                f"{_md_code(self.trace_id)}\n\n"
+                + _table_md(["section", "id", "version", "title", "tokens"], self._rows()))
 
 
 class History(list):
@@ -127,11 +153,12 @@ class History(list):
                  v.content_hash[:12]] for v in self]
 
     def _repr_html_(self) -> str:
-        title = html.escape(self[0].fragment_id) if self else ""
+        title = _h(self[0].fragment_id) if self else ""
         return f"<p>history of <b>{title}</b></p>" + _table_html(self._HEADERS, self._rows())
 
     def _repr_markdown_(self) -> str:
-        return (f"history of **{self[0].fragment_id}**\n\n" if self else "") + _table_md(self._HEADERS, self._rows())
+        return (f"history of **{_md(self[0].fragment_id)}**\n\n" if self else "") + _table_md(self._HEADERS,
+                                                                                                  self._rows())
 
 
 class EvalReport(dict):

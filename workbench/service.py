@@ -101,8 +101,9 @@ class Workbench(RetrievalMixin, EvalMixin, CurateMixin, GraphMixin, StaleMixin, 
 
     def list(self, *, principal: str | Principal | None = None, owner: str | None = None,
              kind: str | None = None, scope: Scope | str | None = None,
-             include_archived: bool = False) -> list[Fragment]:
-        """Fragments the principal may see, filtered. ``scope`` keeps those within it."""
+             include_archived: bool = False, servable: bool = False) -> list[Fragment]:
+        """Fragments the principal may see, filtered. ``scope`` keeps those within it; ``servable``
+        leaves out what is never served to agents (stored with a secret-guard override)."""
         who = self.principal(principal)
         if owner is not None and owner not in self.config.principals:
             raise NotFound(f"unknown owner {owner!r} (known: {', '.join(sorted(self.config.principals))})")
@@ -113,7 +114,8 @@ class Workbench(RetrievalMixin, EvalMixin, CurateMixin, GraphMixin, StaleMixin, 
         within = Scope.parse(scope) if isinstance(scope, str) else scope
         rows = self.store.fragments(owner=owner, kind=kind, within=within,
                                     status=None if include_archived else "active")
-        return [f for f in rows if policy.sees(who, f)]
+        withheld = self.store.secret_flagged() if servable else set()
+        return [f for f in rows if policy.sees(who, f) and f.id not in withheld]
 
     def browse(self, *, principal: str | Principal | None = None, owner: str | None = None,
                kind: str | None = None, scope: Scope | str | None = None, stale_only: bool = False,
@@ -271,8 +273,10 @@ class Workbench(RetrievalMixin, EvalMixin, CurateMixin, GraphMixin, StaleMixin, 
         override are left out unless ``allow_secret``."""
         from .export.files import export_files
 
-        return export_files(self._export_selection(scope, principal, allow_secret), Path(out), force=force,
-                            progress=progress)
+        who = self.principal(principal)
+        within = Scope.parse(scope) if isinstance(scope, str) else scope
+        return export_files(self._export_selection(within, who, allow_secret), Path(out), force=force,
+                            progress=progress, meta={"principal": who.name, "scope": str(within) if within else None})
 
     def preview_files(self, *, scope: Scope | str | None = None, principal: str | Principal | None = None,
                       allow_secret: bool = False) -> list[tuple[str, str]]:

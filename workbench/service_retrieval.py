@@ -1,24 +1,30 @@
-"""The retrieval half of ``Workbench``: search, context, traces and the index.
+"""The retrieval half of ``Workbench``: search, context, supersession, traces and the index.
 
 Every call is scope-checked with the same visibility rule as ``get``; search and
 context calls are stored as traces that can be replayed exactly, later edits
-notwithstanding.
+notwithstanding. ``context`` serves what is current and confident: superseded fragments
+are left out (unless their superseder is invisible to the caller, or the query names them),
+and so is anything below the confidence floor (pins excepted).
 """
 
 from __future__ import annotations
 
 import secrets
 import threading
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, Callable
+
+import numpy as np
 
 from . import policy
 from .errors import NotFound, UserError
 from .models import Principal, Scope
+from .rank import calibration
 from .rank.priors import DEFAULT_HALF_LIFE, Priors
 from .results import ContextResult, SearchResult
 from .retrieval import index as search_index
-from .retrieval.compose import compose
+from .retrieval.compose import NO_KNOWLEDGE, compose
+from .retrieval.filters import make_filters
 from .retrieval.embedder import MODEL_NAME, Embedder, count_tokens, count_tokens_many
 from .retrieval.pipeline import Hit, Ranking, Settings, hits_from, rank, rerank
 from .store.store import utcnow
@@ -121,19 +127,31 @@ class RetrievalMixin:
     def search(self, query: str, *, principal: str | Principal | None = None, k: int = 10,
                pipeline: str = "hybrid", lexical: str = "bm25s", fusion: str = "weighted", dense: str = "numpy",
                scope: Scope | str | None = None, min_score: float | None = None, reranker: str | None = None,
-               trace: bool = True, now: datetime | None = None, allow_secret: bool = False) -> SearchResult:
+               trace: bool = True, now: datetime | None = None, allow_secret: bool = False,
+               kind: str | list[str] | None = None, tag: str | list[str] | None = None,
+               owner: str | list[str] | None = None, updated_since: date | str | None = None,
+               dense_weight: float | None = None, min_confidence: float | None = None) -> SearchResult:
+        """Ranked hits and matching anti-patterns ("avoid"), each numbered 1..n, with a per-query
+        ``score`` in [0, 1] and a calibrated ``confidence``. Superseded fragments are demoted and
+        labelled. Filters (kind, tag, owner, updated_since) narrow the candidates before the k cut;
+        ``min_confidence`` (none by default) drops hits below it; pins are exempt."""
         who = self.principal(principal)
         within = Scope.parse(scope) if isinstance(scope, str) else scope
+        floor = _confidence(min_confidence)
         settings = self.settings(pipeline=pipeline, lexical=lexical, fusion=fusion, dense=dense, k=k,
-                                 min_score=min_score, reranker=reranker)
+                                 min_score=min_score, reranker=reranker, dense_weight=dense_weight,
+                                 filters=self._filters(kind, tag, owner, updated_since))
         now = now or utcnow()
         index, ranking, _ = self._rank(query, who, settings, within, now, allow_secret)
-        hits, avoid = hits_from(index, ranking, settings)
+        hits, avoid = hits_from(index, ranking, settings, min_confidence=floor)
         trace_id = None
+        info = settings.to_dict()
+        if floor is not None:
+            info["min_confidence"] = floor
         if trace:
             served = [_served(h, "hits") for h in hits] + [_served(h, "avoid") for h in avoid]
-            trace_id = self._trace("search", query, who, within, settings, served, now)
-        info = settings.to_dict()
+            trace_id = self._trace("search", query, who, within, settings, served, now,
+                                   extra={"min_confidence": floor} if floor is not None else None)
         if trace and trace_id is None:
             info["trace_note"] = TRACE_NOT_STORED
         return SearchResult(trace_id, query, hits, avoid, ranking.stages_ms, info)
@@ -141,15 +159,26 @@ class RetrievalMixin:
     def context(self, query: str, *, principal: str | Principal | None = None, budget: int = 3200,
                 scope: Scope | str | None = None, pipeline: str = "hybrid", k: int = 20,
                 min_score: float | None = None, reranker: str | None = None, now: datetime | None = None,
-                allow_secret: bool = False) -> ContextResult:
+                allow_secret: bool = False, kind: str | list[str] | None = None,
+                tag: str | list[str] | None = None, owner: str | list[str] | None = None,
+                updated_since: date | str | None = None, dense_weight: float | None = None,
+                min_confidence: float | None = None) -> ContextResult:
+        """Budgeted, cited context: pins, then ranked fragments, then anti-patterns to avoid.
+        Superseded fragments are left out (unless the caller cannot see their superseder, or
+        the query names them), and so is every candidate below the confidence floor
+        (``min_confidence``, else workbench.yaml's ``confidence_floor``, else
+        ``rank.calibration.DEFAULT_FLOOR``); pins always come. When nothing passes, the note
+        is "no relevant knowledge in scope" and only pins (if any) are served."""
         if isinstance(budget, bool) or not isinstance(budget, int) or not 0 <= budget <= MAX_BUDGET:
             raise UserError(f"the budget must be a whole number of tokens from 0 to {MAX_BUDGET}")
         who = self.principal(principal)
         within = Scope.parse(scope) if isinstance(scope, str) else scope
-        settings = self.settings(pipeline=pipeline, k=k, min_score=min_score, reranker=reranker)
+        floor = self.confidence_floor(min_confidence)
+        settings = self.settings(pipeline=pipeline, k=k, min_score=min_score, reranker=reranker,
+                                 dense_weight=dense_weight, filters=self._filters(kind, tag, owner, updated_since))
         now = now or utcnow()
         index, ranking, pins = self._rank(query, who, settings, within, now, allow_secret)
-        hits, avoid = hits_from(index, ranking, settings)
+        hits, avoid = hits_from(index, ranking, settings, for_context=True, min_confidence=floor)
         visible = index.visible(who, within)
         pin_hits = [_pin_hit(index, ranking, fid) for fid in pins if fid in index.pos and visible[index.pos[fid]]]
         composed = compose(pin_hits, hits, avoid, budget=budget, query=query, count=count_tokens,
@@ -158,10 +187,49 @@ class RetrievalMixin:
                   + [_served(i.hit, "avoid", i.text, i.tokens) for i in composed.avoid])
         trace_id = self._trace("context", query, who, within, settings, served, now,
                                extra={"budget_tokens": budget, "used_tokens": composed.used,
-                                      "omitted": composed.omitted})
+                                      "omitted": composed.omitted, "min_confidence": floor})
         note = composed.note if trace_id else "; ".join(filter(None, [composed.note, TRACE_NOT_STORED]))
         return ContextResult(trace_id, query, budget, composed.used, composed.fragments, composed.avoid,
-                             composed.omitted, note)
+                             composed.omitted, note, min_confidence=floor, abstained=composed.note == NO_KNOWLEDGE)
+
+    def confidence_floor(self, min_confidence: float | None = None) -> float:
+        """The confidence floor a ``context`` call applies: ``min_confidence`` when given, else
+        workbench.yaml's ``confidence_floor``, else the calibrated default."""
+        given = _confidence(min_confidence)
+        if given is not None:
+            return given
+        configured = getattr(self.config, "confidence_floor", None)
+        return float(configured) if configured is not None else calibration.DEFAULT_FLOOR
+
+    def _filters(self, kind, tag, owner, updated_since):
+        return make_filters(kind=kind, tag=tag, owner=owner, updated_since=updated_since,
+                            principals=self.config.principals)
+
+    # -- supersession -----------------------------------------------------------------
+
+    def supersessions(self, principal: str | Principal | None = None) -> dict[str, tuple[str, int]]:
+        """{superseded id: (superseding id, its version)} over the active fragments the principal
+        sees, counting only superseders the principal may see; when several supersede one
+        fragment, the most recently updated is named (then the smallest id)."""
+        who = self.principal(principal)
+        index = self.search_index()
+        seen = index.visible(who)
+        by = index.superseders(seen)
+        return {index.ids[i]: (index.ids[int(by[i])], index.fragments[int(by[i])].version)
+                for i in np.flatnonzero((by >= 0) & seen)}
+
+    def superseded_by(self, fragment_id: str, *, principal: str | Principal | None = None
+                      ) -> tuple[str, int] | None:
+        """(superseding id, its version) when the principal sees a fragment that supersedes this
+        one, else None. Scope-checked like ``get``."""
+        who = self.principal(principal)
+        self.get(fragment_id, principal=who)
+        newer = [f for f in self.store.fragments(status="active", ids=self.store.superseders(fragment_id))
+                 if f.id != fragment_id and policy.sees(who, f)]
+        if not newer:
+            return None
+        best = min(newer, key=lambda f: (-f.updated_at.timestamp(), f.id))   # as the index names it
+        return best.id, best.version
 
     # -- traces ---------------------------------------------------------------------
 
@@ -216,10 +284,20 @@ class RetrievalMixin:
                 "served": items, "hidden": hidden}
 
 
+def _confidence(value: float | None) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
+        raise UserError(f"--min-confidence must be a number from 0 to 1, not {value!r}")
+    return float(value)
+
+
 def _served(hit: Hit, section: str, text: str | None = None, tokens: int | None = None) -> dict[str, Any]:
     item = {"id": hit.id, "version": hit.fragment.version, "title": hit.fragment.title, "section": section,
-            "rank": hit.rank, "score": round(hit.score, 6),
+            "rank": hit.rank, "score": round(hit.score, 6), "confidence": round(hit.confidence, 4),
             "scores": {k: (round(v, 6) if isinstance(v, float) else v) for k, v in hit.scores.items()}}
+    if hit.superseded_by:
+        item["superseded_by"] = {"id": hit.superseded_by[0], "version": hit.superseded_by[1]}
     if text is not None:
         item.update({"text": text, "tokens": tokens})
     return item
@@ -228,9 +306,11 @@ def _served(hit: Hit, section: str, text: str | None = None, tokens: int | None 
 def _pin_hit(index: search_index.SearchIndex, ranking: Ranking, fragment_id: str) -> Hit:
     from .retrieval.pipeline import _hit
 
+    from dataclasses import replace
+
     i = index.pos[fragment_id]
     hit = _hit(index, ranking, i, 0)
-    return Hit(hit.fragment, hit.score, {**hit.scores, "pinned": True}, 0)
+    return replace(hit, scores={**hit.scores, "pinned": True}, rank=0)
 
 
 class EvalMixin:
@@ -247,7 +327,8 @@ class EvalMixin:
         now = now or utcnow()
         index = self.search_index()
         # Pins are a curation overlay that always comes first; evaluation measures ranking alone.
-        out = evaluate.run_golden(index, queries, self.principal, self.settings(), names, now)
+        out = evaluate.run_golden(index, queries, self.principal, self.settings(), names, now,
+                                  floor=self.confidence_floor())
         return _finish(out, compare, {q.get("id", str(i)): q["query"] for i, q in enumerate(queries)})
 
     @staticmethod

@@ -109,7 +109,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     p = cmd("export-files", "Write fragments back to fragment files (round-trips through ingest).")
     p.add_argument("dir", metavar="DIR")
-    p.add_argument("--force", action="store_true", help="write into a non-empty folder")
+    p.add_argument("--force", action="store_true",
+                   help="overwrite or remove files workbench did not write, or that changed since it wrote them")
     p.add_argument("--scope", help="only fragments within this scope (default: every fragment the principal sees)")
     p.add_argument("--as", dest="principal", metavar="PRINCIPAL",
                    help="whose view: only fragments this principal may see (default: $WORKBENCH_PRINCIPAL, else "
@@ -211,6 +212,8 @@ def _principals(args):
 def _show(args):
     with _open(args) as wb:
         data = wb.get(args.id, version=args.version, principal=args.principal).to_dict()
+        newer = wb.superseded_by(args.id, principal=args.principal)
+        data["superseded_by"] = {"id": newer[0], "version": newer[1]} if newer else None
     if args.json:
         emit_json(data)
     else:

@@ -32,6 +32,9 @@ def fragment_text(data: dict[str, Any]) -> str:
              f"id: {data['id']}  version: {data['version']}  kind: {data['kind']}  status: {data['status']}",
              f"scope: {scope}  owner: {data['owner']}",
              f"updated: {data['updated_at']}  verified: {data.get('verified_at') or '-'}"]
+    if data.get("superseded_by"):
+        newer = data["superseded_by"]
+        lines.append(f"superseded by {newer['id']}@v{newer['version']}: prefer it")
     if data.get("tags"):
         lines.append("tags: " + ", ".join(data["tags"]))
     if data.get("links"):

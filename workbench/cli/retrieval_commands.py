@@ -25,6 +25,15 @@ def add_retrieval_commands(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--rerank", metavar="PATH", help="re-rank with a cross-encoder from this local folder")
         p.add_argument("--allow-secret", action="store_true",
                        help="also serve fragments stored with a secret-guard override (withheld by default)")
+        p.add_argument("--kind", action="append", metavar="KIND",
+                       help="only fragments of this kind (repeat for any of several)")
+        p.add_argument("--tag", action="append", metavar="TAG", help="only fragments with this tag (repeat: any of)")
+        p.add_argument("--owner", action="append", metavar="PRINCIPAL",
+                       help="only fragments owned by this principal (repeat: any of)")
+        p.add_argument("--updated-since", metavar="YYYY-MM-DD", help="only fragments updated on or after this date")
+        p.add_argument("--dense-weight", type=float, metavar="W",
+                       help="weight of the dense score in weighted hybrid fusion, 0..1 (default 0.7; 0.3 for a "
+                            "query naming a rare identifier)")
         p.add_argument("--json", action="store_true", help="print the documented JSON instead of text")
 
     p = cmd("search", "Hybrid search over the fragments a principal can see.")
@@ -34,10 +43,15 @@ def add_retrieval_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fusion", default="weighted", help="fusion: weighted (default) or rrf")
     p.add_argument("--dense", default="numpy", help="dense path: numpy (default, exact) or duckdb (exact SQL scan)")
     p.add_argument("--explain", action="store_true", help="show each hit's score breakdown and stage timings")
+    p.add_argument("--min-confidence", type=float, metavar="C",
+                   help="drop hits whose calibrated confidence is below C, 0..1 (default: keep all; pins stay)")
 
     p = cmd("context", "Compose budgeted, cited context for an agent: pins, ranked fragments, then 'avoid'.")
     common(p)
     p.add_argument("--budget", type=int, default=3200, help="token budget (default 3200, model tokenizer)")
+    p.add_argument("--min-confidence", type=float, metavar="C",
+                   help="leave out fragments whose calibrated confidence is below C, 0..1 (default: "
+                        "confidence_floor of workbench.yaml, else the calibrated floor; pins always stay)")
 
     p = cmd("trace", "Show exactly what a search or context call served.")
     p.add_argument("id", help="a trace id (printed by search and context)")
@@ -74,26 +88,37 @@ def _fmt(v) -> str:
     return f"{v:.3f}" if isinstance(v, float) else str(v)
 
 
+def _filters(args) -> dict:
+    return {"kind": args.kind, "tag": args.tag, "owner": args.owner, "updated_since": args.updated_since,
+            "dense_weight": args.dense_weight, "min_confidence": args.min_confidence}
+
+
 @command("search")
 def _search(args):
     with _open(args) as wb:
         result = wb.search(args.query, principal=args.principal, k=args.k, pipeline=args.pipeline,
                            lexical=args.lexical, fusion=args.fusion, dense=args.dense, scope=args.scope,
-                           min_score=args.min_score, reranker=args.rerank, allow_secret=args.allow_secret)
+                           min_score=args.min_score, reranker=args.rerank, allow_secret=args.allow_secret,
+                           **_filters(args))
     if args.json:
         emit_json(result.to_dict())
         return
-    cols = ["#", "id", "kind", "title", "score"]
-    extra = ["lexical", "dense", "fused", "freshness", "authority", "pinned"] if args.explain else ["scope"]
+    cols = ["#", "id", "kind", "title", "score", "conf"]
+    extra = (["lexical", "dense", "coverage", "fused", "freshness", "authority", "pinned"] if args.explain
+             else ["scope"])
 
     def row(h):
-        base = [str(h.rank), h.id, h.fragment.kind, h.fragment.title, _fmt(h.score)]
+        title = h.fragment.title if not h.superseded_by else f"{h.fragment.title} [{h.superseded_label()}]"
+        base = [str(h.rank), h.id, h.fragment.kind, title, _fmt(h.score), f"{h.confidence:.2f}"]
         return base + ([_fmt(h.scores.get(c)) for c in extra] if args.explain else [str(h.fragment.scope)])
 
     print(table(cols + extra, (row(h) for h in result.hits), max_width=48) if result.hits else "no hits")
     if result.avoid:
         print("\navoid (anti-patterns that match):")
         print(table(cols + extra, (row(h) for h in result.avoid), max_width=48))
+    for h in [*result.hits, *result.avoid]:
+        if h.superseded_by:
+            print(f"\n{h.id} is {h.superseded_label()}")
     if args.explain:
         print("\nstages (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in result.stages_ms.items()))
         print("settings: " + ", ".join(f"{k}={v}" for k, v in result.settings.items() if k != "half_life_days"))
@@ -105,7 +130,7 @@ def _context(args):
     with _open(args) as wb:
         result = wb.context(args.query, principal=args.principal, budget=args.budget, scope=args.scope,
                             pipeline=args.pipeline, min_score=args.min_score, reranker=args.rerank,
-                            allow_secret=args.allow_secret)
+                            allow_secret=args.allow_secret, **_filters(args))
     if args.json:
         emit_json(result.to_dict())
         return
@@ -150,7 +175,13 @@ def _eval(args):
         return
     names = [n for n in report if n != "compare"]
     metrics = ["ndcg@10", "recall@10", "recall@100", "mrr@10", "queries"]
-    print(table(["pipeline", *metrics], ([n, *(_fmt(report[n][m]) for m in metrics)] for n in names)))
+    if any(report[n].get("negatives") for n in names):
+        metrics += ["answered", "abstention", "negatives"]
+    print(table(["pipeline", *metrics], ([n, *(_fmt(report[n].get(m)) for m in metrics)] for n in names)))
+    if "abstention" in metrics:
+        print(f"\nabstention: share of the {report[names[0]]['negatives']} negative queries for which context "
+              f"serves nothing (confidence floor {report[names[0]]['min_confidence']}); answered: share of the "
+              "positive queries whose context keeps a relevant fragment")
     scopes = sorted({s for n in names for s in report[n].get("by_scope", {})})
     if scopes:
         print("\nby scope (nDCG@10 / recall@10):")

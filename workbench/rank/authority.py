@@ -14,6 +14,14 @@ Two implementations of the same power iteration:
 
 Nodes are ordered canonically (visible fragments in index order, then sources by name) and
 edges sorted, so the same visible subgraph gives bit-equal values whatever else exists.
+
+``supersedes`` is not a citation: a newer fragment that supersedes an older one must not lend
+it authority. Each supersedes pair (newer, older) enters PageRank reversed, as an edge
+older → newer, so whatever authority the older fragment gathered (from the links that still
+cite it) flows on to its replacement, and never the other way; a plain link from the newer
+fragment to one it supersedes is a historical reference, dropped from PageRank too (else the
+pair would form a cycle feeding the older one). In- and out-degrees still count what fragments
+name (links and supersedes as written, newer → older), as ``graph`` lists them.
 Pure: arrays in, arrays out.
 """
 
@@ -27,20 +35,32 @@ ALPHA, TOL, MAX_ITER = 0.85, 1.0e-6, 100
 
 
 def pagerank(nodes: Iterable[str], edges: Iterable[tuple[str, str]], *, alpha: float = ALPHA,
-             source_edges: Iterable[tuple[str, str]] = ()) -> dict[str, tuple[float, int, int]]:
+             source_edges: Iterable[tuple[str, str]] = (),
+             supersedes: Iterable[tuple[str, str]] = ()) -> dict[str, tuple[float, int, int]]:
     """node → (PageRank, in-degree, out-degree) over fragment → fragment links (edges to
-    unknown nodes are ignored) and fragment → source references (``source_edges``, whose
-    targets become source nodes, named ``source:REPO/PATH``)."""
+    unknown nodes are ignored), fragment → source references (``source_edges``, whose
+    targets become source nodes, named ``source:REPO/PATH``) and (newer, older)
+    ``supersedes`` pairs, which PageRank follows reversed (older → newer) and the degrees
+    count as written."""
     import networkx as nx
 
     graph = nx.DiGraph()
     graph.add_nodes_from(nodes)
-    graph.add_edges_from((a, b) for a, b in edges if a in graph and b in graph and a != b)
-    graph.add_edges_from((a, b) for a, b in source_edges if a in graph)
+    named = nx.DiGraph()                      # what fragments name: the degrees
+    named.add_nodes_from(graph.nodes)
+    links = [(a, b) for a, b in edges if a in graph and b in graph and a != b]
+    sup = [(a, b) for a, b in supersedes if a in graph and b in graph and a != b]
+    replaced = set(sup)
+    graph.add_edges_from(link for link in links if link not in replaced)
+    graph.add_edges_from((b, a) for a, b in sup)
+    named.add_edges_from(links + sup)
+    refs = [(a, b) for a, b in source_edges if a in graph]
+    graph.add_edges_from(refs)
+    named.add_edges_from(refs)
     if graph.number_of_nodes() == 0:
         return {}
     ranks = nx.pagerank(graph, alpha=alpha)
-    return {n: (float(ranks[n]), graph.in_degree(n), graph.out_degree(n)) for n in graph.nodes}
+    return {n: (float(ranks[n]), named.in_degree(n), named.out_degree(n)) for n in graph.nodes}
 
 
 def pagerank_arrays(n: int, src: np.ndarray, dst: np.ndarray, *, alpha: float = ALPHA, tol: float = TOL,
@@ -67,13 +87,16 @@ def pagerank_arrays(n: int, src: np.ndarray, dst: np.ndarray, *, alpha: float = 
 
 
 def visible_authority(mask: np.ndarray, links: tuple[np.ndarray, np.ndarray],
-                      sources: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                      sources: tuple[np.ndarray, np.ndarray],
+                      supersedes: tuple[np.ndarray, np.ndarray] | None = None
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(PageRank, in-degree, out-degree) per fragment over the subgraph induced by the
     fragments in ``mask`` and the sources they reference; 0 outside the mask.
 
     ``links`` is (from, to) fragment positions and ``sources`` (from fragment position,
     source number), each distinct, without self-links, sorted by (from, to); source numbers
-    follow the sources' names."""
+    follow the sources' names. ``supersedes`` is (newer, older) positions, distinct, without
+    self-pairs: PageRank follows them older → newer, the degrees count them newer → older."""
     n = mask.size
     rank, in_degree, out_degree = np.zeros(n), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
     visible = np.flatnonzero(mask)
@@ -83,6 +106,17 @@ def visible_authority(mask: np.ndarray, links: tuple[np.ndarray, np.ndarray],
     local[visible] = np.arange(visible.size)
     keep = mask[links[0]] & mask[links[1]]
     f_src, f_dst = local[links[0][keep]], local[links[1][keep]]
+    named_src, named_dst = f_src, f_dst
+    if supersedes is not None and supersedes[0].size:
+        keep = mask[supersedes[0]] & mask[supersedes[1]]
+        newer, older = local[supersedes[0][keep]], local[supersedes[1][keep]]
+        m = visible.size
+        cites, replaced = f_src * m + f_dst, newer * m + older
+        cites = cites[~np.isin(cites, replaced)]              # a link to what one supersedes lends nothing
+        f_codes = np.unique(np.concatenate([cites, older * m + newer]))               # PageRank: older → newer
+        named = np.unique(np.concatenate([f_src * m + f_dst, replaced]))              # degrees: as written
+        f_src, f_dst = f_codes // m, f_codes % m
+        named_src, named_dst = named // m, named % m
     cited = mask[sources[0]]
     s_src, s_num = local[sources[0][cited]], sources[1][cited]
     used, s_dst = np.unique(s_num, return_inverse=True)  # the sources a visible fragment cites, by name
@@ -93,8 +127,9 @@ def visible_authority(mask: np.ndarray, links: tuple[np.ndarray, np.ndarray],
     src, dst = src[order], dst[order]
     scores = pagerank_arrays(visible.size + used.size, src, dst)
     rank[visible] = scores[:visible.size]
-    in_degree[visible] = np.bincount(f_dst, minlength=visible.size)
-    out_degree[visible] = np.bincount(src, minlength=visible.size + used.size)[:visible.size]
+    in_degree[visible] = np.bincount(named_dst, minlength=visible.size)
+    out_degree[visible] = (np.bincount(named_src, minlength=visible.size)
+                           + np.bincount(s_src, minlength=visible.size))[:visible.size]
     return rank, in_degree, out_degree
 
 

@@ -75,6 +75,19 @@ class BM25Matrix:
             out[docs] += (idf * tf / (norm + tf)).astype(np.float32)  # a token row names each doc once
         return out
 
+    def contains(self, token_ids: list[int], docs: np.ndarray) -> np.ndarray:
+        """len(token_ids) × len(docs) booleans: does document ``docs[j]`` hold token ``token_ids[i]``
+        (a binary search in each token's postings, which are sorted by document)."""
+        docs = np.asarray(docs, dtype=np.int64)
+        out = np.zeros((len(token_ids), docs.size), dtype=bool)
+        for r, t in enumerate(token_ids):
+            if 0 <= t < self.vocab_size and self.doc.size:
+                post = self.doc[self.indptr[t]:self.indptr[t + 1]]
+                if post.size:
+                    at = np.minimum(np.searchsorted(post, docs), post.size - 1)
+                    out[r] = post[at] == docs
+        return out
+
     def document_frequency(self, token_id: int, mask: np.ndarray | None = None) -> int:
         """How many documents (in ``mask``, when given) contain the token."""
         if not 0 <= token_id < self.vocab_size:

@@ -2,7 +2,10 @@
 spent, then an "avoid" section of anti-patterns. Pure: token counting is passed in.
 
 Anti-patterns are budgeted before ranked fragments so a full budget never drops them
-silently; whatever does not fit is listed in ``omitted`` with the reason.
+silently; whatever does not fit is listed in ``omitted`` with the reason. When no ranked
+fragment or anti-pattern is left (all below the confidence floor, or none matched), the
+note says so plainly: ``NO_KNOWLEDGE``. A superseded fragment that is served anyway (a pin,
+or one the query names) carries its "superseded by ID@vN" label under its title.
 """
 
 from __future__ import annotations
@@ -15,6 +18,27 @@ from .pipeline import Hit
 from .text import sections, strip_boilerplate
 
 TokenCounter = Callable[[str], int]
+NO_KNOWLEDGE = "no relevant knowledge in scope"
+SEPARATOR = "\n\n---\n\n"   # between blocks of the text an agent receives
+AVOID_HEADING = "# Avoid"
+
+
+def cite(hit: Hit) -> str:
+    """The citation line that ends every served item."""
+    return f"(source: {hit.id}@v{hit.fragment.version})"
+
+
+def abstention_line(note: str) -> str:
+    return f"_{note[0].upper()}{note[1:]}._"
+
+
+def join(fragments: list["ContextItem"], avoid: list["ContextItem"], lead: str | None = None) -> str:
+    """The text an agent receives: items (each already cited), then the avoid section. Every part
+    of it was counted against the budget in ``compose``."""
+    blocks = ([lead] if lead else []) + [i.text for i in fragments]
+    if avoid:
+        blocks += [AVOID_HEADING] + [i.text for i in avoid]
+    return SEPARATOR.join(blocks)
 
 
 @dataclass(frozen=True)
@@ -31,8 +55,9 @@ class ContextItem:
         if self.partial:
             data["partial"] = True
             data["sections"] = list(self.sections)
-        return {k: data[k] for k in ("id", "version", "title", "kind", "score", "scores", "tokens", "source",
-                                     "updated_at", "text", "scope", "owner", "partial", "sections") if k in data}
+        return {k: data[k] for k in ("id", "version", "title", "kind", "score", "confidence", "scores", "tokens",
+                                     "source", "updated_at", "text", "scope", "owner", "superseded_by", "partial",
+                                     "sections") if k in data}
 
 
 @dataclass
@@ -48,13 +73,13 @@ class Composition:
 def render(hit: Hit) -> str:
     """The text served for a fragment: title heading, anti-pattern fields, stripped body."""
     f = hit.fragment
-    lines = [f"## {f.title}"]
+    lines = [f"## {f.title}", *_label(hit)]
     for key, label in (("dont", "Don't"), ("why", "Why"), ("instead", "Instead")):
         value = f.content.detail(key)
         if value:
             lines.append(f"**{label}:** {value}")
     body = strip_boilerplate(f.body)
-    return "\n\n".join([*lines, body] if body else lines)
+    return "\n\n".join([*lines, body, cite(hit)] if body else [*lines, cite(hit)])
 
 
 def _partial(hit: Hit, query: str, room: int, count: TokenCounter) -> ContextItem | None:
@@ -78,12 +103,17 @@ def _partial(hit: Hit, query: str, room: int, count: TokenCounter) -> ContextIte
                        sections=tuple(parts[i].heading_path(hit.fragment.title) for i in chosen))
 
 
+def _label(hit: Hit) -> list[str]:
+    label = hit.superseded_label()
+    return [f"> {label}"] if label else []
+
+
 def _join(hit: Hit, parts, chosen: list[int]) -> str:
-    blocks = [f"## {hit.fragment.title}"]
+    blocks = [f"## {hit.fragment.title}", *_label(hit)]
     for i in chosen:
         path = parts[i].heading_path(hit.fragment.title)
         blocks.append(f"[{path}]\n{parts[i].text}")
-    return "\n\n".join(blocks)
+    return "\n\n".join([*blocks, cite(hit)])
 
 
 def compose(pins: list[Hit], ranked: list[Hit], avoid: list[Hit], *, budget: int, query: str,
@@ -101,17 +131,26 @@ def compose(pins: list[Hit], ranked: list[Hit], avoid: list[Hit], *, budget: int
             rendered[hit.id] = (text, count(text))
         return rendered[hit.id]
 
+    # Everything in the text an agent receives is paid for: each item's separator, the avoid
+    # heading, and (pins only, nothing relevant) the sentence saying so.
+    separator = count(SEPARATOR)
+    pinned_ids = {h.id for h in pins}
+    nothing = not any(h.id not in pinned_ids for h in [*ranked, *avoid])
+    if nothing and pins:
+        out.used += count(abstention_line(NO_KNOWLEDGE)) + separator
+
     def take(hit: Hit, bucket: list[ContextItem], allow_partial: bool) -> None:
         text, tokens = full(hit)
-        room = budget - out.used
+        frame = separator + (count(AVOID_HEADING) + separator if bucket is out.avoid and not out.avoid else 0)
+        room = budget - out.used - frame
         if tokens <= room:
             bucket.append(ContextItem(hit, text, tokens))
-            out.used += tokens
+            out.used += tokens + frame
             return
         part = _partial(hit, query, room, count) if allow_partial and room > 0 else None
         if part is not None:
             bucket.append(part)
-            out.used += part.tokens
+            out.used += part.tokens + frame
             return
         out.omitted.append({"id": hit.id, "tokens": tokens, "reason": "over budget"})
 
@@ -131,10 +170,10 @@ def compose(pins: list[Hit], ranked: list[Hit], avoid: list[Hit], *, budget: int
             seen.add(hit.id)
             take(hit, ranked_items, True)
     out.fragments = pin_items + ranked_items
-    if not out.fragments and not out.avoid and (pins or ranked or avoid):
+    if nothing:   # pins aside, nothing passed
+        out.note = NO_KNOWLEDGE
+    elif not out.fragments and not out.avoid:
         smallest = min(full(h)[1] for h in [*pins, *ranked, *avoid])
         out.note = (f"budget of {budget} tokens is smaller than the smallest matching fragment "
                     f"({smallest} tokens): nothing served")
-    elif not (pins or ranked or avoid):
-        out.note = "no visible fragment matched the query"
     return out

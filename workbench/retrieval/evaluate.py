@@ -1,7 +1,13 @@
 """Evaluation: a golden set over the workspace, or a BEIR directory, through the same
 ranking code as search. Reports nDCG@10, recall@10, recall@100 and MRR@10 per pipeline.
 
-Golden queries run as their principal, so the scope rule holds in evaluation too.
+Golden queries run as their principal, so the scope rule holds in evaluation too. Negative
+queries (``relevant: []``, ``type: negative``: questions the corpus does not answer) are left
+out of those averages; for them the golden report gives the *abstention* rate: the share for
+which context, selected exactly as ``context`` selects it (superseded fragments out, the
+confidence floor applied; pins, a curation overlay, are not part of evaluation), serves
+nothing. ``answered`` is its counterpart on the positive queries: the share for which that
+selection keeps at least one relevant fragment.
 BEIR corpora are embedded once: vectors are cached by text hash in a cache database.
 """
 
@@ -17,9 +23,10 @@ from typing import Any, Callable, Iterable
 
 from ..errors import UserError
 from ..models import Content, Fragment, Principal, Scope
+from ..rank.calibration import DEFAULT_FLOOR
 from ..rank.metrics import summarise
 from .index import SearchIndex
-from .pipeline import Settings, rank
+from .pipeline import Settings, hits_from, rank
 
 PRESETS: dict[str, dict[str, Any]] = {
     "bm25": {"pipeline": "bm25", "lexical": "bm25s"},
@@ -30,6 +37,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     "hybrid-nopriors": {"pipeline": "hybrid", "fusion": "weighted", "use_priors": False},
 }
 DEFAULT_PIPELINES = ("bm25", "dense", "hybrid")
+CONTEXT_K = 20  # what ``context`` ranks by default
 
 
 def preset(base: Settings, name: str) -> Settings:
@@ -56,33 +64,55 @@ def load_golden(path: str | Path) -> list[dict[str, Any]]:
     for i, q in enumerate(queries):
         if not isinstance(q, dict) or not {"query", "principal", "relevant"} <= set(q):
             raise UserError(f"{path}: queries.{i}: needs query, principal and relevant")
+        if not isinstance(q["relevant"], list):
+            raise UserError(f"{path}: queries.{i}: relevant must be a list (empty for a negative query)")
+        if q.get("type") == "negative" and q["relevant"]:
+            raise UserError(f"{path}: queries.{i}: a negative query has no relevant fragments (relevant: [])")
     return queries
 
 
+def is_negative(q: dict[str, Any]) -> bool:
+    """A query the corpus does not answer: no relevant fragment (``type: negative``)."""
+    return not q["relevant"]
+
+
 def run_golden(index: SearchIndex, queries: list[dict[str, Any]], principal_of: Callable[[str], Principal],
-               base: Settings, pipelines: Iterable[str], now: datetime) -> dict[str, Any]:
+               base: Settings, pipelines: Iterable[str], now: datetime,
+               floor: float = DEFAULT_FLOOR) -> dict[str, Any]:
     rankings: dict[str, dict[str, list[str]]] = {}
     report: dict[str, Any] = {}
     pipelines = list(pipelines)
-    vectors = None
-    if any(PRESETS[name]["pipeline"] != "bm25" for name in pipelines if name in PRESETS):
-        vectors = index.embedder.encode([q["query"] for q in queries])
+    # every pipeline needs the query vectors: a hit's confidence uses the dense cosine
+    vectors = index.embedder.encode([q["query"] for q in queries]) if queries else None
     for name in pipelines:
         settings = preset(base, name)
         runs, by_scope = [], defaultdict(list)
         rankings[name] = {}
+        negatives = abstained = answered = 0
         for i, q in enumerate(queries):
             who = principal_of(q["principal"])
             ranking = rank(index, q["query"], who, settings, now=now,
                            query_vector=None if vectors is None else vectors[i])
             ranked = [index.ids[j] for j in ranking.order]
+            rankings[name][q.get("id", str(i))] = ranked
+            hits, avoid = hits_from(index, ranking, replace(settings, k=CONTEXT_K), for_context=True,
+                                    min_confidence=floor)
+            served = {h.id for h in [*hits, *avoid]}
+            if is_negative(q):
+                negatives += 1
+                abstained += not served
+                continue
             judged = {fid: 1.0 for fid in q["relevant"]}
             runs.append((ranked, judged))
-            rankings[name][q.get("id", str(i))] = ranked
+            answered += bool(served & set(judged))
             first = next((index.fragments[index.pos[f]] for f in q["relevant"] if f in index.pos), None)
             if first is not None:
                 by_scope[f"org={first.scope.org}"].append((ranked, judged))
-        report[name] = {**summarise(runs), "by_scope": {s: summarise(r) for s, r in sorted(by_scope.items())}}
+        report[name] = {**summarise(runs),
+                        "answered": round(answered / len(runs), 4) if runs else None,
+                        "abstention": round(abstained / negatives, 4) if negatives else None,
+                        "negatives": negatives, "min_confidence": floor,
+                        "by_scope": {s: summarise(r) for s, r in sorted(by_scope.items())}}
     return {"metrics": report, "rankings": rankings}
 
 

@@ -8,6 +8,10 @@ Ranking statistics are per caller: ``authority_for(mask)`` is PageRank over the 
 caller may see (cached per visibility signature: the visibility groups the mask covers),
 and the lexical backends take the caller's mask. ``authority`` (whole-workspace PageRank,
 normalised) remains for whole-workspace views only; ranking must not use it.
+
+Supersession is per caller too: ``superseders(mask)`` names, for each fragment, the
+superseder the caller sees (rank/supersession.py). ``filter_mask`` turns search filters
+(kind, tag, owner, updated since) into a mask over the same positions.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Callable
 import numpy as np
 
 from ..models import Fragment, Principal, Scope
+from ..rank import supersession
 from ..rank.authority import edge_arrays, pagerank, visible_authority
 from .lexical import Bm25s, DuckdbFts, check_backend
 
@@ -61,6 +66,11 @@ class SearchIndex:
         epoch = datetime(1970, 1, 1)
         self.fresh_s = np.array([(max(f.updated_at, f.verified_at or f.updated_at) - epoch).total_seconds()
                                  for f in fragments], dtype=np.float64)
+        self.updated_s = np.array([(f.updated_at - epoch).total_seconds() for f in fragments], dtype=np.float64)
+        self.owners = np.array([f.owner for f in fragments], dtype=object)
+        self._tags: dict[str, np.ndarray] | None = None
+        self._supersedes = supersession.edge_arrays(
+            ((f.id, old) for f in fragments for old in f.content.supersedes), self.pos)
         kinds = sorted(set(self.kinds.tolist()))
         self._kind_keys = kinds
         self._kind_idx = np.array([kinds.index(k) for k in self.kinds], dtype=np.int64) if kinds else \
@@ -108,7 +118,7 @@ class SearchIndex:
             if hit is not None:
                 self._authority.move_to_end(key)
                 return hit
-        rank, in_degree, out_degree = visible_authority(mask, self._links, self._sources)
+        rank, in_degree, out_degree = visible_authority(mask, self._links, self._sources, self._supersedes)
         top = rank.max() if rank.size else 0.0
         entry = (rank / top if top > 0 else rank, rank, in_degree, out_degree)
         with self._authority_lock:
@@ -128,6 +138,37 @@ class SearchIndex:
         ``store.authority()`` holds for the whole workspace, as one caller may see it."""
         _, rank, in_degree, out_degree = self._visible_graph(mask)
         return {self.ids[i]: (float(rank[i]), int(in_degree[i]), int(out_degree[i])) for i in np.flatnonzero(mask)}
+
+    # -- supersession and filters -----------------------------------------------------------
+
+    def superseders(self, mask: np.ndarray) -> np.ndarray:
+        """Per position, the position of the superseder a caller who sees ``mask`` is told
+        about (-1: not superseded for this caller)."""
+        return supersession.superseders(mask, *self._supersedes, self.updated_s)
+
+    def filter_mask(self, kinds=(), tags=(), owners=(), updated_since: float | None = None) -> np.ndarray:
+        """Fragments of one of ``kinds``, carrying one of ``tags``, owned by one of ``owners``
+        and updated at or after ``updated_since`` (seconds since 1970); an empty criterion
+        does not filter."""
+        keep = np.ones(len(self.ids), dtype=bool)
+        if kinds:
+            keep &= np.isin(self.kinds, list(kinds))
+        if owners:
+            keep &= np.isin(self.owners, list(owners))
+        if tags:
+            if self._tags is None:
+                by_tag: dict[str, list[int]] = {}
+                for i, f in enumerate(self.fragments):
+                    for tag in f.tags:
+                        by_tag.setdefault(tag, []).append(i)
+                self._tags = {t: np.array(v, dtype=np.int64) for t, v in by_tag.items()}
+            tagged = np.zeros(len(self.ids), dtype=bool)
+            for tag in tags:
+                tagged[self._tags.get(tag, np.zeros(0, dtype=np.int64))] = True
+            keep &= tagged
+        if updated_since is not None:
+            keep &= self.updated_s >= updated_since
+        return keep
 
     def adopt_authority(self, previous: "SearchIndex | None") -> None:
         """Keep the previous generation's per-caller authority when links and visibility groups
@@ -218,13 +259,15 @@ def build(store, embedder, previous: SearchIndex | None = None, progress: Callab
     generation = store.generation()
     fragments = _fragments(store, previous)
     edges, source_edges = store.links(), store.source_edges()
-    graph_sig = hash((tuple(sorted(edges)), tuple(sorted(source_edges)), tuple(f.id for f in fragments)))
+    supersedes = sorted((f.id, old) for f in fragments for old in f.content.supersedes)
+    graph_sig = hash((tuple(sorted(edges)), tuple(sorted(source_edges)), tuple(supersedes),
+                      tuple(f.id for f in fragments)))
     stored_gen, authority = store.authority()
     if stored_gen != generation:
         if previous is not None and previous.graph_sig == graph_sig and stored_gen == previous.generation:
             store.touch_authority(generation)       # same graph: same PageRank
         else:
-            authority = pagerank([f.id for f in fragments], edges, source_edges=source_edges)
+            authority = pagerank([f.id for f in fragments], edges, source_edges=source_edges, supersedes=supersedes)
             store.put_authority(authority, generation)
     index = SearchIndex(fragments, generation, store, embedder, authority, progress, links=edges,
                         source_links=source_edges)

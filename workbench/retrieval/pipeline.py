@@ -1,20 +1,27 @@
-"""The search pipeline: scope filter → lexical and dense scores → fusion → priors →
-pins first → min_score → optional rerank → hits and a separate "avoid" list.
+"""The search pipeline: scope filter (and search filters) → lexical and dense scores →
+fusion → priors → supersession demotion → pins first → min_score → optional rerank → hits
+and a separate "avoid" list, each hit with a calibrated confidence.
 
-The scope mask is applied to every score vector before any ranking or top-k cut, so k
-results come back whenever k visible fragments match. No oracles: every statistic behind a
-score is computed over what the caller can see — BM25's N, df, idf and average length over
-the mask, the rare-identifier switch over visible document counts, authority as PageRank
-over the caller's visible subgraph, and fusion, prior and "avoid" normalisations over the
-(visible) candidates — so a caller's results and scores do not change with fragments they
-cannot see (tests/test_no_oracles.py).
+The scope mask and the filters are applied to every score vector before any ranking or top-k
+cut, so k results come back whenever k matching fragments exist. No oracles: every statistic
+behind a score is computed over what the caller can see — BM25's N, df, idf and average length
+over the mask, the rare-identifier switch over visible document counts, authority as PageRank
+over the caller's visible subgraph, supersession from the superseders the caller sees, and
+fusion, prior and "avoid" normalisations over the (visible) candidates — so a caller's results
+and scores do not change with fragments they cannot see (tests/test_no_oracles.py). Filters
+narrow the candidates only, not those statistics (see filters.py).
+
+A hit's ``score`` is its ranking score over the best candidate's, clipped to [0, 1]: it orders
+hits within one query and means nothing across queries. ``confidence`` (rank/calibration.py)
+is the one to compare across queries and to cut on.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from functools import lru_cache
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -22,10 +29,13 @@ import numpy as np
 
 from ..errors import UserError
 from ..models import Fragment, Principal, Scope
+from ..rank import calibration
 from ..rank import priors as rank_priors
+from ..rank import supersession
 from ..rank.fusion import DENSE_WEIGHT, fusion, top_k
+from .filters import Filters
 from .index import CHUNKER_VERSION, SearchIndex
-from .lexical import identifiers
+from .lexical import identifiers, token_ids, tokenize
 
 PIPELINES = ("hybrid", "bm25", "dense")
 DENSE_PATHS = ("numpy", "duckdb")
@@ -48,6 +58,8 @@ class Settings:
     use_priors: bool = True
     reranker: str | None = None
     rerank_top_n: int = 20
+    dense_weight: float | None = None
+    filters: Filters = field(default_factory=Filters)
 
     def check(self) -> "Settings":
         if self.pipeline not in PIPELINES:
@@ -58,8 +70,14 @@ class Settings:
         from .lexical import check_backend
 
         check_backend(self.lexical)
-        if self.k < 1:
-            raise UserError("k must be at least 1")
+        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
+            raise UserError("k must be a whole number, at least 1")
+        if self.dense_weight is not None:
+            w = self.dense_weight
+            if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0.0 <= float(w) <= 1.0:
+                raise UserError(f"--dense-weight must be a number from 0 to 1, not {w!r}")
+            if self.pipeline != "hybrid" or self.fusion != "weighted":
+                raise UserError("--dense-weight applies to the hybrid pipeline with weighted fusion only")
         return self
 
     def to_dict(self) -> dict[str, Any]:
@@ -67,7 +85,9 @@ class Settings:
                 "k": self.k, "depth": self.depth, "min_score": self.min_score, "use_priors": self.use_priors,
                 "freshness_weight": self.priors.freshness_weight, "authority_weight": self.priors.authority_weight,
                 "half_life_days": self.priors.half_life_days, "reranker": self.reranker,
-                "rerank_top_n": self.rerank_top_n, "chunker": CHUNKER_VERSION}
+                "rerank_top_n": self.rerank_top_n, "chunker": CHUNKER_VERSION,
+                "dense_weight": None if self.dense_weight is None else float(self.dense_weight),
+                "filters": self.filters.to_dict()}
 
 
 @dataclass(frozen=True)
@@ -78,6 +98,8 @@ class Hit:
     score: float
     scores: dict[str, Any]
     rank: int
+    confidence: float = 0.0
+    superseded_by: tuple[str, int] | None = None   # (id, version) of the superseder the caller sees
 
     @property
     def id(self) -> str:
@@ -86,10 +108,16 @@ class Hit:
     def to_dict(self) -> dict[str, Any]:
         f = self.fragment
         data = f.to_dict()
-        return {"id": f.id, "version": f.version, "title": f.title, "kind": f.kind, "score": round(self.score, 6),
+        return {"id": f.id, "version": f.version, "title": f.title, "kind": f.kind, "rank": self.rank,
+                "score": round(self.score, 6), "confidence": round(self.confidence, 4),
                 "scores": {k: (round(v, 6) if isinstance(v, float) else v) for k, v in self.scores.items()},
                 "scope": f.scope.to_dict(), "owner": f.owner, "source": source_of(f),
-                "updated_at": data["updated_at"], "text": f.body}
+                "updated_at": data["updated_at"], "text": f.body,
+                "superseded_by": superseded_dict(self.superseded_by)}
+
+    def superseded_label(self) -> str | None:
+        """"superseded by ID@vN", or None."""
+        return f"superseded by {self.superseded_by[0]}@v{self.superseded_by[1]}" if self.superseded_by else None
 
     def __repr__(self) -> str:
         return f"<Hit #{self.rank} {self.id} {self.score:.3f}>"
@@ -99,15 +127,30 @@ def source_of(f: Fragment) -> dict[str, Any] | None:
     return f.sources[0].to_dict() if f.sources else None
 
 
+def superseded_dict(pair: tuple[str, int] | None) -> dict[str, Any] | None:
+    return {"id": pair[0], "version": pair[1]} if pair else None
+
+
 @dataclass
 class Ranking:
-    """The whole ranked candidate list (anti-patterns included) plus stage timings."""
+    """The whole ranked candidate list (anti-patterns included) plus stage timings.
+
+    ``superseded`` maps a candidate's position to the position of the superseder the caller
+    sees; ``named`` holds the superseded positions the query names explicitly (by id, or by
+    an identifier only that fragment contains among the visible ones): those are neither
+    demoted nor left out of context."""
 
     order: list[int]
     final: np.ndarray
     parts: dict[str, np.ndarray]
     pinned: set[int]
     stages_ms: dict[str, float]
+    superseded: dict[int, int] = field(default_factory=dict)
+    named: set[int] = field(default_factory=set)
+    query: str = ""
+    query_vector: np.ndarray | None = None
+    basis: np.ndarray | None = None          # the statistics' mask (what the caller sees in the working scope)
+    query_idf: tuple[np.ndarray, np.ndarray] | None = None   # (token ids, idf) of the query, for coverage
 
 
 def rank(index: SearchIndex, query: str, principal: Principal, settings: Settings, *, now: datetime,
@@ -117,24 +160,27 @@ def rank(index: SearchIndex, query: str, principal: Principal, settings: Setting
         raise UserError("the query is empty")
     stages: dict[str, float] = {}
     n = len(index.ids)
-    mask = index.visible(principal, within)
-    authority = index.authority_for(index.visible(principal)) if n else np.zeros(0)
+    mask = index.visible(principal, within)                 # the statistics' basis
+    seen = index.visible(principal) if within is not None else mask
+    authority = index.authority_for(seen) if n else np.zeros(0)
+    candidates = mask & settings.filters.mask(index) if settings.filters and n else mask
     lexical = np.full(n, -np.inf, dtype=np.float64)
     dense = np.full(n, -np.inf, dtype=np.float64)
     exact = False
+    qv = query_vector
     if settings.pipeline in ("hybrid", "bm25"):
         t = time.perf_counter()
         backend = index.lexical(settings.lexical)
         exact = _rare_identifier(backend, query, mask)
         raw = backend.scores(query, mask).astype(np.float64)
-        lexical = np.where(mask & (raw > 0), raw, -np.inf)
+        lexical = np.where(candidates & (raw > 0), raw, -np.inf)
         stages["lexical"] = (time.perf_counter() - t) * 1000
     if settings.pipeline in ("hybrid", "dense"):
         t = time.perf_counter()
         qv = query_vector if query_vector is not None else index.embedder.encode_query(query)
         stages["embed"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
-        dense = _dense(index, qv, mask, settings)
+        dense = _dense(index, qv, candidates, settings)
         stages["dense"] = (time.perf_counter() - t) * 1000
     t = time.perf_counter()
     if settings.pipeline == "bm25":
@@ -142,9 +188,11 @@ def rank(index: SearchIndex, query: str, principal: Principal, settings: Setting
     elif settings.pipeline == "dense":
         fused = dense
     elif settings.fusion == "weighted":
-        # A query naming a rare identifier (an error code, a config key) is a lexical question.
-        weight = IDENTIFIER_DENSE_WEIGHT if exact else DENSE_WEIGHT
-        fused = fusion(settings.fusion)(lexical, dense, depth=settings.depth, dense_weight=weight)
+        # A query naming a rare identifier (an error code, a config key) is a lexical question,
+        # unless the caller set the weight.
+        weight = settings.dense_weight if settings.dense_weight is not None else \
+            IDENTIFIER_DENSE_WEIGHT if exact else DENSE_WEIGHT
+        fused = fusion(settings.fusion)(lexical, dense, depth=settings.depth, dense_weight=float(weight))
     else:
         fused = fusion(settings.fusion)(lexical, dense, depth=settings.depth)
     final = fused.copy()
@@ -154,6 +202,10 @@ def rank(index: SearchIndex, query: str, principal: Principal, settings: Setting
     if settings.use_priors and settings.pipeline == "hybrid" and n:
         fresh = rank_priors.freshness(index.ages_days(now), index.half_lives(settings.priors.half_life))
         final = rank_priors.apply(final, fresh, authority, settings.priors, depth=settings.depth)
+    superseded, named = _supersession(index, query, seen, mask) if n else ({}, set())
+    demoted = np.array(sorted(set(superseded) - named), dtype=np.int64)
+    if demoted.size:
+        final = supersession.demote(final, demoted)
     pinned = {index.pos[i] for i in pinned_ids if i in index.pos and mask[index.pos[i]]}
     depth = max(settings.depth, settings.k * 3)
     order = [int(i) for i in top_k(final, depth)]
@@ -161,7 +213,31 @@ def rank(index: SearchIndex, query: str, principal: Principal, settings: Setting
     stages["fusion"] = (time.perf_counter() - t) * 1000
     return Ranking(order=order, final=final, pinned=pinned, stages_ms=stages,
                    parts={"lexical": lexical, "dense": dense, "fused": fused, "freshness": fresh,
-                          "authority": authority})
+                          "authority": authority},
+                   superseded=superseded, named=named, query=query, query_vector=qv, basis=mask)
+
+
+def _supersession(index: SearchIndex, query: str, seen: np.ndarray, within: np.ndarray
+                  ) -> tuple[dict[int, int], set[int]]:
+    """(position in ``within`` → position of its superseder the caller sees, the superseded
+    ones the query names explicitly). Explicitly means by id, or by a code identifier that this
+    fragment alone contains among the fragments the caller sees."""
+    by = index.superseders(seen)
+    superseded = {int(i): int(by[i]) for i in np.flatnonzero((by >= 0) & within)}
+    if not superseded:
+        return {}, set()
+    lowered = query.lower()
+    named = {i for i in superseded
+             if re.search(r"(?<![a-z0-9._-])" + re.escape(index.ids[i]) + r"(?![a-z0-9_-])", lowered)}
+    rest = [i for i in superseded if i not in named]
+    idents = identifiers(query) if rest else []
+    if idents:
+        backend = index.lexical("bm25s")
+        unique = [tid for t in idents if backend.document_frequency(t, seen) == 1 for tid in token_ids([t], grow=False)]
+        if unique:
+            held = backend.matrix.contains(unique, np.array(rest, dtype=np.int64)).any(axis=0)
+            named |= {i for i, yes in zip(rest, held) if yes}
+    return superseded, named
 
 
 @lru_cache(maxsize=1)
@@ -219,27 +295,101 @@ def _dense(index: SearchIndex, qv: np.ndarray, mask: np.ndarray, settings: Setti
     return out
 
 
-def hits_from(index: SearchIndex, ranking: Ranking, settings: Settings) -> tuple[list[Hit], list[Hit]]:
+def hits_from(index: SearchIndex, ranking: Ranking, settings: Settings, *, for_context: bool = False,
+              min_confidence: float | None = None) -> tuple[list[Hit], list[Hit]]:
     """Split the ranking into hits (top k, anti-patterns excluded) and "avoid": the
     anti-patterns that ranked within the top k with at least ``AVOID_RATIO`` of the best
-    score (or are pinned)."""
+    score (or are pinned). Hits and avoid are numbered 1..n each.
+
+    ``for_context`` leaves superseded fragments out (unless the query names them), and
+    ``min_confidence`` leaves out candidates below that confidence; pins are exempt from both.
+    Both act before the k cut, so k come back whenever k candidates pass."""
     hits: list[Hit] = []
     avoid: list[Hit] = []
     best = max((ranking.final[i] for i in ranking.order[:1]), default=0.0)
+    top = _top_score(ranking)
+    conf: dict[int, float] = {}
+    block = max(settings.k, 16)
     for position, i in enumerate(ranking.order):
         if len(hits) >= settings.k:
             break
-        hit = _hit(index, ranking, i, position + 1)
+        if i not in conf:  # confidences in blocks, for what is looked at only
+            conf.update(confidences(index, ranking, ranking.order[position:position + block]))
+        pinned = i in ranking.pinned
+        if not pinned and for_context and i in ranking.superseded and i not in ranking.named:
+            continue
+        if not pinned and min_confidence is not None and conf[i] < min_confidence:
+            continue
         if index.kinds[i] == "anti-pattern":
             strong = position < settings.k and (best <= 0 or ranking.final[i] >= AVOID_RATIO * best)
-            if strong or i in ranking.pinned:
-                avoid.append(hit)
+            if strong or pinned:
+                avoid.append(_hit(index, ranking, i, len(avoid) + 1, top=top, confidence=conf[i]))
         else:
-            hits.append(hit)
+            hits.append(_hit(index, ranking, i, len(hits) + 1, top=top, confidence=conf[i]))
     return hits, avoid
 
 
-def _hit(index: SearchIndex, ranking: Ranking, i: int, position: int) -> Hit:
+def _top_score(ranking: Ranking) -> float:
+    finite = [ranking.final[i] for i in ranking.order if np.isfinite(ranking.final[i])]
+    return float(max(finite)) if finite else 0.0
+
+
+def _query_idf(index: SearchIndex, ranking: Ranking) -> tuple[np.ndarray, np.ndarray]:
+    """(token id or -1, BM25 idf) of each distinct content token of the query, the idf over the
+    caller's statistics basis: a token no visible fragment holds gets the largest idf."""
+    if ranking.query_idf is None:
+        tokens = list(dict.fromkeys(tokenize(ranking.query)))
+        basis = ranking.basis if ranking.basis is not None else np.ones(len(index.ids), dtype=bool)
+        n = int(np.count_nonzero(basis))
+        backend = index.lexical("bm25s")
+        df = np.array([backend.document_frequency(t, basis) for t in tokens], dtype=np.float64)
+        ids = np.array([(token_ids([t], grow=False) or [-1])[0] for t in tokens], dtype=np.int64)
+        ranking.query_idf = (ids, np.log(1.0 + (n - df + 0.5) / (df + 0.5)))
+    return ranking.query_idf
+
+
+def coverage(index: SearchIndex, ranking: Ranking, positions) -> np.ndarray:
+    """Lexical coverage of the query by each fragment: the idf-weighted share of the query's
+    distinct content tokens (as BM25 tokenizes them) present in the fragment's indexed text.
+    idf is over the fragments the caller sees, so a common word counts little and a word no
+    visible fragment holds counts most (and is never covered)."""
+    ids, idf = _query_idf(index, ranking)
+    total = float(idf.sum())
+    if total <= 0 or not len(positions):
+        return np.zeros(len(positions), dtype=np.float64)
+    held = index.lexical("bm25s").matrix.contains(ids.tolist(), np.asarray(positions, dtype=np.int64))
+    return (idf @ held) / total
+
+
+def cosines(index: SearchIndex, ranking: Ranking, positions) -> np.ndarray:
+    """The raw dense cosine of each position's fragment with the query (taken from the ranking
+    when the dense retriever scored it, else computed for these rows alone)."""
+    dense = ranking.parts.get("dense")
+    out = np.array([dense[i] if dense is not None and np.isfinite(dense[i]) else np.nan for i in positions],
+                   dtype=np.float64)
+    missing = [j for j in range(len(positions)) if np.isnan(out[j])]
+    if missing:
+        if ranking.query_vector is None:
+            ranking.query_vector = index.embedder.encode_query(ranking.query)
+        rows = np.array([positions[j] for j in missing], dtype=np.int64)
+        out[missing] = _dot_rows(index.vectors()[rows], ranking.query_vector.astype(np.float32))
+    return out
+
+
+def confidences(index: SearchIndex, ranking: Ranking, positions) -> dict[int, float]:
+    """Position → calibrated confidence (rank/calibration.py) for ``positions``."""
+    positions = list(positions)
+    if not positions:
+        return {}
+    cov = coverage(index, ranking, positions)
+    cos = cosines(index, ranking, positions)
+    ranking.parts.setdefault("coverage", np.full(len(index.ids), np.nan))
+    ranking.parts["coverage"][positions] = cov
+    return dict(zip(positions, calibration.confidence(cos, cov).tolist()))
+
+
+def _hit(index: SearchIndex, ranking: Ranking, i: int, position: int, *, top: float | None = None,
+         confidence: float | None = None) -> Hit:
     p = ranking.parts
 
     def val(arr: np.ndarray) -> float | None:
@@ -250,10 +400,19 @@ def _hit(index: SearchIndex, ranking: Ranking, i: int, position: int) -> Hit:
               "freshness": float(p["freshness"][i]),
               "authority": float(authority[i]) if authority is not None and len(authority) else 0.0,
               "pinned": i in ranking.pinned}
+    if "coverage" in p and np.isfinite(p["coverage"][i]):
+        scores["coverage"] = float(p["coverage"][i])
     if "rerank" in p:
         scores["rerank"] = val(p["rerank"])
-    return Hit(fragment=index.fragments[i], score=float(ranking.final[i]) if np.isfinite(ranking.final[i]) else 0.0,
-               scores=scores, rank=position)
+    top = _top_score(ranking) if top is None else top
+    raw = float(ranking.final[i]) if np.isfinite(ranking.final[i]) else 0.0
+    score = min(1.0, max(0.0, raw) / top) if top > 0 else 0.0
+    if confidence is None:
+        confidence = confidences(index, ranking, [i])[i]
+    new = ranking.superseded.get(i)
+    superseded_by = (index.ids[new], index.fragments[new].version) if new is not None else None
+    return Hit(fragment=index.fragments[i], score=score, scores=scores, rank=position, confidence=float(confidence),
+               superseded_by=superseded_by)
 
 
 def rerank(index: SearchIndex, ranking: Ranking, query: str, model, top_n: int) -> Ranking:
@@ -268,5 +427,4 @@ def rerank(index: SearchIndex, ranking: Ranking, query: str, model, top_n: int) 
     rerank_scores[movable] = scores
     moved = [movable[j] for j in np.argsort(-scores, kind="stable")]
     order = [i for i in head if i in ranking.pinned] + moved + tail
-    return Ranking(order=order, final=ranking.final, pinned=ranking.pinned, stages_ms=ranking.stages_ms,
-                   parts={**ranking.parts, "rerank": rerank_scores})
+    return replace(ranking, order=order, parts={**ranking.parts, "rerank": rerank_scores})

@@ -124,9 +124,16 @@ class RetrievalQueries:
     # -- authority -------------------------------------------------------------------------
 
     def links(self) -> list[tuple[str, str]]:
-        """(from, to) for every link and supersedes edge between active fragments."""
-        rows = self._q("SELECT id, unnest(list_concat(links, supersedes)) FROM fragments WHERE status = 'active'")
+        """(from, to) for every link of an active fragment. ``supersedes`` is not a link: it
+        enters authority reversed (see rank/authority.py), from the fragments themselves."""
+        rows = self._q("SELECT id, unnest(links) FROM fragments WHERE status = 'active'")
         return [(a, b) for a, b in rows]
+
+    def superseders(self, fragment_id: str) -> list[str]:
+        """Ids of the active fragments that list ``fragment_id`` in ``supersedes``, by id."""
+        rows = self._q("SELECT id FROM fragments WHERE status = 'active' AND list_contains(supersedes, ?) ORDER BY id",
+                       [fragment_id])
+        return [r[0] for r in rows]
 
     def source_edges(self) -> list[tuple[str, str]]:
         """(fragment, "source:REPO/PATH") for every source pointer of an active fragment."""

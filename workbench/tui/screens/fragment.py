@@ -1,5 +1,5 @@
-"""Fragment: rendered markdown, metadata, links in and out, authority, and history with a
-diff between any two versions. Revert from here."""
+"""Fragment: rendered markdown, metadata (and whether a newer fragment supersedes it), links
+in and out, authority, and history with a diff between any two versions. Revert from here."""
 
 from __future__ import annotations
 
@@ -58,7 +58,9 @@ class FragmentScreen(WbScreen):
                           (("dont", "Don't"), ("why", "Why"), ("instead", "Instead")) if f.content.detail(key))
         self.query_one("#frag-markdown", Markdown).update(f"# {f.title}{details}\n\n{f.body}")
         sources = ", ".join(f"{s.repo or ''}:{s.path}" for s in f.sources) or "-"
+        newer = self.app.call(self.wb.superseded_by, self.fragment_id, principal=self.me)
         meta = [f"[b]{f.id}[/b] v{f.version} · {f.kind} · {f.status}",
+                *([f"[b]superseded by {newer[0]}@v{newer[1]}[/b]: prefer it"] if newer else []),
                 f"scope: {f.scope}", f"owner: {f.owner}",
                 f"updated: {f.updated_at:%Y-%m-%d}  verified: {f'{f.verified_at:%Y-%m-%d}' if f.verified_at else '-'}",
                 f"authority: {node['authority']:.4f}",

@@ -1,5 +1,6 @@
-"""Search: hybrid results update as you type, with the score breakdown, each hit's scope,
-and an explain pane (settings and stage timings)."""
+"""Search: hybrid results update as you type, with the score breakdown, the calibrated
+confidence, each hit's scope, superseded fragments marked, and an explain pane (settings and
+stage timings)."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ class SearchScreen(WbScreen):
 
     def on_mount(self) -> None:
         self.query_one("#results", DataTable).add_columns(
-            "#", "id", "kind", "score", "lexical", "dense", "fresh", "auth", "pin", "scope", "title")
+            "#", "id", "kind", "score", "conf", "lexical", "dense", "fresh", "auth", "pin", "scope", "title")
         self.query_one("#search-input", Input).focus()
         if self.initial:
             self.run_search(self.initial)
@@ -77,10 +78,11 @@ class SearchScreen(WbScreen):
         fmt = lambda v: "-" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))  # noqa: E731
         for h in self.hits:
             s = h.scores
-            kind = h.fragment.kind + (" (avoid)" if h in result.avoid else "")
+            kind = h.fragment.kind + (" (avoid)" if h in result.avoid else "") + (
+                " (superseded)" if h.superseded_by else "")
             title = h.fragment.title if len(h.fragment.title) <= 48 else h.fragment.title[:47] + "…"
-            table.add_row(str(h.rank), h.id, kind, fmt(h.score), fmt(s["lexical"]), fmt(s["dense"]),
-                          fmt(s["freshness"]), fmt(s["authority"]), "📌" if s["pinned"] else "",
+            table.add_row(str(h.rank), h.id, kind, fmt(h.score), f"{h.confidence:.2f}", fmt(s["lexical"]),
+                          fmt(s["dense"]), fmt(s["freshness"]), fmt(s["authority"]), "📌" if s["pinned"] else "",
                           str(h.fragment.scope), title)
         self._status(f"{len(result.hits)} hits, {len(result.avoid)} to avoid for “{result.query}”")
         self._explain()
@@ -99,8 +101,10 @@ class SearchScreen(WbScreen):
             h = self.hits[table.cursor_row]
             fused = h.scores["fused"]
             text += (f"\n{h.id}: fused {fused if fused is None else round(fused, 3)} × freshness/authority priors "
-                     f"→ {h.score:.3f}; "
+                     f"→ {h.score:.3f} (of the best); confidence {h.confidence:.2f}; "
                      f"scope {h.fragment.scope}; owner {h.fragment.owner}")
+            if h.superseded_by:
+                text += f"\n{h.id} is {h.superseded_label()}: prefer it"
         self.query_one("#explain", Static).update(text)
 
     @on(DataTable.RowHighlighted, "#results")
