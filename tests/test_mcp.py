@@ -6,6 +6,7 @@ import pytest
 
 from conftest import WORKBENCH_BIN
 from workbench import Workbench
+from workbench.retrieval.embedder import count_tokens
 
 
 def params(workspace, principal="marco.bianchi"):
@@ -27,18 +28,23 @@ async def test_tools_search_get_context_with_scope_and_errors(sample_workspace):
         names = sorted(t.name for t in tools.tools)
         assert names == ["context", "get", "search"]
         search = next(t for t in tools.tools if t.name == "search")
-        assert set(search.input_schema["properties"]) == {"query", "k"}
+        assert set(search.input_schema["properties"]) == {"query", "k", "kind", "tag", "owner", "updated_since",
+                                                          "dense_weight", "min_confidence"}
+        for tool in tools.tools:
+            assert tool.title and tool.annotations.read_only_hint is True and tool.output_schema["properties"]
 
         found = await client.call_tool("search", {"query": "customer charged twice on retry", "k": 5})
         assert not found.is_error
         data = found.structured_content
         assert data["trace_id"].startswith("tr_") and 0 < len(data["hits"]) <= 5
         for hit in data["hits"] + data["avoid"]:
-            assert set(hit) >= {"id", "title", "preview", "score"} and len(hit["preview"]) <= 201
-            assert hit["id"].startswith("nw-")
+            assert set(hit) >= {"id", "title", "preview", "score", "confidence", "citation"}
+            assert len(hit["preview"]) <= 201 and hit["id"].startswith("nw-")
+            assert hit["citation"] in text_of(found)  # the text: one line per hit
 
         got = await client.call_tool("get", {"id": "nw-adr-0007-idempotency-keys"})
         assert not got.is_error and got.structured_content["body"].startswith("## Context")
+        assert text_of(got).startswith("# ADR-0007") and "nw-adr-0007-idempotency-keys@v1" in text_of(got)
 
         hidden = await client.call_tool("get", {"id": "tw-rb-oncall-paging-escalation"})
         missing = await client.call_tool("get", {"id": "no-such-fragment"})
@@ -47,16 +53,29 @@ async def test_tools_search_get_context_with_scope_and_errors(sample_workspace):
         assert text_of(hidden).replace("tw-rb-oncall-paging-escalation", "X") == \
             text_of(missing).replace("no-such-fragment", "X")  # out of scope answers exactly like unknown
 
-        ctx = await client.call_tool("context", {"query": "roll back a bad deploy", "budget": 1200})
+        ctx = await client.call_tool("context", {"query": "roll back a bad deploy", "budget": 1200,
+                                                 "min_confidence": 0})
         assert not ctx.is_error
         composed = ctx.structured_content
-        assert composed["trace_id"] and composed["used_tokens"] <= 1200 and composed["text"]
+        assert composed["trace_id"] and composed["used_tokens"] <= 1200 and "text" not in composed
+        assert composed["fragments"] and 0 < count_tokens(text_of(ctx)) <= 1200  # the text: the context itself
+        assert all(f"(source: {i['id']}@v{i['version']})" in text_of(ctx) for i in composed["fragments"])
 
         for bad in ({"query": ""}, {"query": "x", "k": "many"}, {"k": 3}, {"query": "x", "k": 0}):
             result = await client.call_tool("search", bad)
             assert result.is_error, bad
         still = await client.call_tool("search", {"query": "pgbouncer", "k": 3})
         assert not still.is_error  # the server kept running
+
+        first = await client.list_resources()
+        second = await client.list_resources(cursor=first.next_cursor)
+        names = [r.name for r in first.resources + second.resources]
+        assert len(first.resources) == 50 and names == sorted(set(names)) and all(n.startswith("nw-") for n in names)
+        read = await client.read_resource("workbench://fragment/nw-adr-0007-idempotency-keys")
+        assert read.contents[0].mime_type == "text/markdown" and read.contents[0].text.startswith("# ADR-0007")
+        prompt = await client.get_prompt("task-context", {"task": "roll back a bad deploy"})
+        assert "roll back a bad deploy" in prompt.messages[0].content.text
+        assert any("@v" in m.content.text for m in prompt.messages[1:])
 
     with Workbench.open(sample_workspace) as wb:
         kinds = sorted({t["kind"] for t in [wb.trace(tid, principal="marco.bianchi")
@@ -83,6 +102,21 @@ async def test_the_workspace_stays_usable_while_an_agent_is_connected(sample_wor
 
 def _trace_ids(wb) -> list[str]:
     return [r[0] for r in wb.store._q("SELECT id FROM traces WHERE principal = 'marco.bianchi'")]
+
+
+def test_a_context_is_trimmed_to_fit_its_budget_as_a_last_resort(sample_wb):
+    from workbench.mcp_shapes import trimmed
+
+    ctx = sample_wb.context("how do I roll back a bad deploy", principal="dan.kowalski", budget=1500,
+                            min_confidence=0)
+    assert len(ctx.fragments) >= 2 and count_tokens(ctx.text()) > 1000
+    fitted, text = trimmed(ctx, 1000, count_tokens)
+    assert text == fitted.text() and count_tokens(text) <= 1000
+    kept = {i.hit.id for i in fitted.fragments}
+    dropped = [o["id"] for o in fitted.omitted if o["reason"] == "over budget (citations)"]
+    assert dropped and kept | set(dropped) == {i.hit.id for i in ctx.fragments} and not kept & set(dropped)
+    assert fitted.used_tokens == sum(i.tokens for i in fitted.fragments + fitted.avoid)
+    assert [i.hit.id for i in fitted.avoid] == [i.hit.id for i in ctx.avoid]  # anti-patterns are never dropped
 
 
 def test_mcp_refuses_an_unknown_principal(sample_workspace, cli):

@@ -1,75 +1,245 @@
 """The MCP face: a stdio server (official `mcp` SDK, MCPServer) acting as one principal.
 
-Three tools: search, get and context. Every call is scope-checked by the core (an id
-outside the principal's scope answers "not found", exactly like an unknown id) and
-traced like a CLI retrieval. Bad arguments come back as tool errors; the server keeps
-running. The workspace lock is released between calls, so people can keep editing with
-the CLI or the TUI while an agent is connected.
+What a client sees:
+- tools ``search``, ``get``, ``context``: each with a title, read-only annotations, bounded and
+  described parameters, an ``outputSchema``; the text content is what a model should read
+  (hit lines, the fragment as markdown, the composed context within the budget), the
+  structured content is the JSON (``mcp_shapes``).
+- resources: the fragments the principal may see, ``workbench://fragment/{id}`` (text/markdown),
+  listed a page at a time (an opaque cursor).
+- one prompt, ``task-context``: pins, relevant fragments and anti-patterns for a task.
+
+Every read goes through the core (``Workbench.search/context/fetch/list``): scope-checked (an id
+outside the principal's scope answers exactly like an unknown id), withheld when stored with a
+secret-guard override, and traced. Bad arguments come back as errors; the server keeps running.
+The workspace lock is released between calls, so people can keep editing with the CLI or the
+TUI while an agent is connected. This module decides nothing about visibility.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import threading
-from typing import Any
+from datetime import date
+from typing import Annotated, Any, Literal
 
-PREVIEW_CHARS = 200
+from mcp_types import CallToolResult
+from pydantic import Field
+
+from . import __version__
+from . import mcp_shapes as shapes
+from .models import KINDS
+
+PAGE_SIZE = 50
+MAX_K, MAX_BUDGET, MAX_QUERY = 100, 200_000, 4000
+URI_PREFIX = "workbench://fragment/"
+TRACED = ("Each call is recorded as a trace in the workspace (an audit log of what was served, replayable "
+          "with `workbench trace`); no knowledge is changed.")
+
+Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY,
+                             description="What you are looking for, in words (a task, a question, identifiers).")]
+Kind = Annotated[Literal[KINDS] | None, Field(description="Only fragments of this kind.")]  # type: ignore[valid-type]
+Tag = Annotated[str | None, Field(min_length=1, max_length=64, description="Only fragments carrying this tag.")]
+Owner = Annotated[str | None, Field(min_length=1, max_length=64,
+                                    description="Only fragments owned by this principal (a user name).")]
+Since = Annotated[date | None, Field(description="Only fragments updated on or after this date (YYYY-MM-DD).")]
+DenseWeight = Annotated[float | None, Field(ge=0, le=1, description="Weight of semantic (dense) similarity "
+                                            "against keywords (BM25), 0-1; default: the workspace setting.")]
+MinConfidence = Annotated[float | None, Field(ge=0, le=1, description="Leave out hits whose confidence "
+                                              "(0-1, comparable across queries) is below this.")]
 
 
 def build_server(wb, principal: str):
     from mcp.server import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import INVALID_PARAMS, TextContent, ToolAnnotations
 
-    from .errors import WorkbenchError
+    from .errors import NotFound, WorkbenchError
 
     who = wb.principal(principal)  # an unknown principal fails before the server starts
     lock = threading.Lock()
-    server = MCPServer(name="workbench", title="workbench knowledge",
-                       instructions=f"Curated, cited engineering knowledge visible to {who.name}. Use `search` "
-                                    "to find fragments, `get` for one fragment's full text, and `context` for a "
-                                    "ready-to-use, budgeted context with pins first and anti-patterns to avoid.")
+    server = MCPServer(
+        name="workbench", title="workbench knowledge", version=__version__,
+        instructions=f"Curated, cited engineering knowledge visible to {who.name}. Use `context` for a "
+                     "ready-to-use, budgeted context for a task (pins first, anti-patterns to avoid), `search` "
+                     "to find fragments, `get` (or the resource workbench://fragment/ID) for one fragment's full "
+                     "text. Cite fragments as id@vN. Prefer a fragment's superseder when one is named.")
 
     def guarded(fn, *args, **kwargs):
+        with lock:
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                wb.release()  # between calls the workspace is free for the CLI and the TUI
+
+    def tool_call(fn, *args, **kwargs):
         try:
-            with lock:
-                try:
-                    return fn(*args, **kwargs)
-                finally:
-                    wb.release()  # between calls the workspace is free for the CLI and the TUI
+            return guarded(fn, *args, **kwargs)
         except WorkbenchError as e:
             raise ToolError(e.message) from e
 
-    @server.tool(description="Hybrid search over the fragments you may see. Returns ids, titles, 200-character "
-                             "previews and scores; anti-patterns that match are listed under 'avoid'.")
-    def search(query: str, k: int = 10) -> dict[str, Any]:
-        if not 1 <= k <= 100:
-            raise ToolError("k must be between 1 and 100")
-        result = guarded(wb.search, query, principal=who, k=k)
+    def result(text: str, data: dict[str, Any]) -> CallToolResult:
+        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
-        def item(h) -> dict[str, Any]:
-            body = h.fragment.body
-            return {"id": h.id, "version": h.fragment.version, "title": h.fragment.title, "kind": h.fragment.kind,
-                    "score": round(h.score, 4), "preview": body[:PREVIEW_CHARS] + ("…" if len(body) > PREVIEW_CHARS
-                                                                                  else "")}
-        return {"trace_id": result.trace_id, "hits": [item(h) for h in result.hits],
-                "avoid": [item(h) for h in result.avoid]}
+    def annotations(title: str) -> ToolAnnotations:
+        return ToolAnnotations(title=title, read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                               open_world_hint=False)
 
-    @server.tool(description="One fragment by id: full text and metadata. Ids outside your scope are 'not found'.")
-    def get(id: str) -> dict[str, Any]:  # noqa: A002 - the tool's public argument name
-        fragment, trace_id = guarded(wb.fetch, id, principal=who)
-        data = fragment.to_dict()
-        return {"trace_id": trace_id, **{k: data[k] for k in ("id", "version", "title", "kind", "status", "scope",
-                                                              "owner", "tags", "links", "sources", "details",
-                                                              "updated_at", "verified_at", "body")}}
+    @server.tool(title="Search knowledge", annotations=annotations("Search knowledge"),
+                 description="Hybrid (keyword + semantic) search over the fragments you may see. Text: one line "
+                             "per hit (id@vN, title, kind, confidence, preview), then anti-patterns that match "
+                             "under 'Avoid'. Structured: the same as JSON. Use `get` for a full fragment. " + TRACED)
+    def search(query: Query,
+               k: Annotated[int, Field(ge=1, le=MAX_K, description="How many hits, 1-100.")] = 10,
+               kind: Kind = None, tag: Tag = None, owner: Owner = None, updated_since: Since = None,
+               dense_weight: DenseWeight = None, min_confidence: MinConfidence = None,
+               ) -> Annotated[CallToolResult, shapes.SearchOut]:
+        found = tool_call(wb.search, query, principal=who, k=k, kind=kind, tag=tag, owner=owner,
+                          updated_since=updated_since, dense_weight=dense_weight, min_confidence=min_confidence)
+        data = shapes.search_data(found)
+        return result(shapes.search_text(data, query), data)
 
-    @server.tool(description="Budgeted context for a task: pinned fragments first, then ranked fragments until the "
-                             "token budget is spent, then anti-patterns to avoid. Each item cites id and version.")
-    def context(query: str, budget: int = 3200) -> dict[str, Any]:
-        if not 1 <= budget <= 200_000:
-            raise ToolError("budget must be between 1 and 200000 tokens")
-        result = guarded(wb.context, query, principal=who, budget=budget)
-        return {**result.to_dict(), "text": result.text()}
+    @server.tool(title="Get a fragment", annotations=annotations("Get a fragment"),
+                 description="One fragment by id. Text: the fragment as markdown with its citation id@vN (and "
+                             "'superseded by ID@vN' when replaced). Structured: its JSON (metadata and body). Ids "
+                             "outside your scope answer 'unknown fragment', like ids that do not exist. " + TRACED)
+    def get(id: Annotated[str, Field(min_length=1, max_length=128,
+                                     description="A fragment id, as search and context cite it (without @vN).")],
+            ) -> Annotated[CallToolResult, shapes.FragmentOut]:
+        data = tool_call(_fetch, wb, id.split("@v")[0], who)
+        return result(shapes.fragment_markdown(data), data)
 
+    @server.tool(title="Context for a task", annotations=annotations("Context for a task"),
+                 description="Budgeted context for a task, ready to read: pinned fragments first, then ranked "
+                             "fragments until the token budget is spent, then anti-patterns to avoid; each item "
+                             "cites its source (id vN). Superseded and low-confidence fragments are left out; when "
+                             "nothing relevant is in scope the text says so ('no relevant knowledge in scope'). "
+                             "Text: the composed context, within the budget. Structured: "
+                             "the JSON of `workbench context --json` (items, tokens, what was omitted). " + TRACED)
+    def context(query: Query,
+                budget: Annotated[int, Field(ge=1, le=MAX_BUDGET, description="Token budget for the text "
+                                             "(the embedding model's tokenizer), 1-200000.")] = 3200,
+                kind: Kind = None, tag: Tag = None, owner: Owner = None, updated_since: Since = None,
+                dense_weight: DenseWeight = None, min_confidence: MinConfidence = None,
+                ) -> Annotated[CallToolResult, shapes.ContextOut]:
+        options = {"kind": kind, "tag": tag, "owner": owner, "updated_since": updated_since,
+                   "dense_weight": dense_weight, "min_confidence": min_confidence}
+        composed, text = fitted_context(query, budget, options)
+        return result(text, shapes.context_data(composed, budget))
+
+    def fitted_context(query: str, budget: int, extra: dict[str, Any]):
+        """The context and its text. The core counts every part of the text (items with their
+        citations, separators, headings) against the budget; the trim is only a guard."""
+        from .retrieval.embedder import count_tokens
+
+        composed = tool_call(wb.context, query, principal=who, budget=budget, **extra)
+        return shapes.trimmed(composed, budget, count_tokens)
+
+    # -- resources: the fragments, one page at a time --------------------------------------------
+
+    @server.resource(URI_PREFIX + "{id}", name="fragment", title="Fragment", mime_type="text/markdown",
+                     description="One fragment you may see, as markdown with its citation id@vN. Reading it is "
+                                 "traced like the `get` tool.")
+    def fragment_resource(id: str) -> str:
+        uri = URI_PREFIX + id
+        try:
+            data = guarded(_fetch, wb, id, who)
+        except NotFound as e:  # out of scope and missing answer alike: the SDK's own "unknown resource"
+            raise ResourceNotFoundError(f"Unknown resource: {uri}") from e
+        except WorkbenchError as e:
+            raise MCPError(code=INVALID_PARAMS, message=e.message, data={"uri": uri}) from e
+        return shapes.fragment_markdown(data)
+
+    async def list_resources(ctx, params):
+        import anyio
+        from mcp_types import ListResourcesResult
+
+        after = _decode_cursor(params.cursor if params else None, MCPError, INVALID_PARAMS)
+        page, more = await anyio.to_thread.run_sync(lambda: guarded(_page, wb, who, after))
+        return ListResourcesResult(resources=[_resource(f) for f in page],
+                                   next_cursor=_encode_cursor(page[-1].id) if more and page else None)
+
+    # MCPServer lists static resources only and does not paginate: serve resources/list here.
+    from mcp_types import GetPromptRequestParams, PaginatedRequestParams
+
+    server._lowlevel_server.add_request_handler("resources/list", PaginatedRequestParams, list_resources)
+
+    # -- the prompt ----------------------------------------------------------------------------------
+
+    @server.prompt(name="task-context", title="Task context",
+                   description="Context for a task as messages: the task, pinned fragments, relevant fragments "
+                               "and anti-patterns to avoid, each cited as id@vN (from the `context` tool's "
+                               "composition; traced).")
+    def task_context(task: Annotated[str, Field(description="The task, in words (at most 4000 characters).")],
+                     budget: Annotated[str | None, Field(description="Token budget, 1-200000 (default 3200).")]
+                     = None) -> list[str]:
+        try:
+            tokens = 3200 if budget in (None, "") else int(budget)
+        except ValueError:
+            tokens = -1
+        if not 1 <= tokens <= MAX_BUDGET:
+            raise MCPError(code=INVALID_PARAMS, message=f"budget must be a whole number from 1 to {MAX_BUDGET}")
+        if not task.strip() or len(task) > MAX_QUERY:
+            raise MCPError(code=INVALID_PARAMS, message=f"task must be 1 to {MAX_QUERY} characters")
+        try:
+            composed = guarded(wb.context, task, principal=who, budget=tokens)
+        except WorkbenchError as e:
+            raise MCPError(code=INVALID_PARAMS, message=e.message) from e
+        return shapes.prompt_sections(composed, task, who.name)
+
+    async def get_prompt(ctx, params):
+        # MCPServer answers an unknown prompt or a missing argument with error code 0: say -32602.
+        if params.name != "task-context":
+            raise MCPError(code=INVALID_PARAMS, message=f"unknown prompt {params.name!r} (valid: task-context)")
+        if not isinstance((params.arguments or {}).get("task"), str):
+            raise MCPError(code=INVALID_PARAMS, message="task-context needs the argument 'task'")
+        return await server.get_prompt(params.name, params.arguments)
+
+    server._lowlevel_server.add_request_handler("prompts/get", GetPromptRequestParams, get_prompt)
     return server
+
+
+def _fetch(wb, fragment_id: str, who) -> dict[str, Any]:
+    """One fragment through the core (scope-checked, withheld if secret-flagged, traced), with
+    the superseder the principal sees."""
+    fragment, trace_id = wb.fetch(fragment_id, principal=who)
+    return shapes.fragment_data(fragment, trace_id, shapes.label(wb.superseded_by(fragment.id, principal=who)))
+
+
+def _page(wb, who, after: str | None) -> tuple[list, bool]:
+    """The next page of fragments the principal may see and an agent may be served, by id."""
+    # Fragments stored with a secret-guard override are not served to agents, so they are not
+    # listed either (not even their titles).
+    visible = sorted(wb.list(principal=who, servable=True), key=lambda f: f.id)
+    rest = [f for f in visible if after is None or f.id > after]
+    return rest[:PAGE_SIZE], len(rest) > PAGE_SIZE
+
+
+def _resource(fragment):
+    from mcp_types import Annotations, Resource
+
+    return Resource(uri=URI_PREFIX + fragment.id, name=fragment.id, title=fragment.title,
+                    description=shapes.resource_description(fragment), mime_type="text/markdown",
+                    annotations=Annotations(last_modified=fragment.to_dict()["updated_at"]))
+
+
+def _encode_cursor(last_id: str) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"after": last_id}).encode()).decode()
+
+
+def _decode_cursor(cursor: str | None, error, code: int) -> str | None:
+    if cursor is None:
+        return None
+    try:
+        after = json.loads(base64.urlsafe_b64decode(cursor.encode()))["after"]
+        if isinstance(after, str):
+            return after
+    except (ValueError, KeyError, TypeError, binascii.Error):
+        pass
+    raise error(code=code, message="invalid cursor (pass back the nextCursor of the previous page)")
 
 
 def run(workspace: str | None, principal: str) -> None:
