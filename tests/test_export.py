@@ -98,7 +98,8 @@ def test_agent_files_follow_their_conventions(wb, tmp_path):
         out[fmt] = result
         assert result["pins"] == 1 and result["avoid"] >= 5
     agents = (tmp_path / "agents-md" / "AGENTS.md").read_text()
-    assert agents.index("## Always follow") < agents.index("## Do not") < agents.index("## Knowledge")
+    assert agents.index("## Rules") < agents.index("## Do not") < agents.index("## Knowledge")
+    assert "- Always follow “PCI DSS scope and cardholder data handling” (pinned, `nw-pol-pci-scope@v1`)." in agents
     assert "nw-pol-pci-scope@v1" in agents and "**Don't:**" in agents and "**Instead:**" in agents
     assert "tw-" not in agents
     claude = (tmp_path / "claude-md" / "CLAUDE.md").read_text()
@@ -122,7 +123,10 @@ def test_agent_files_follow_their_conventions(wb, tmp_path):
     # the same state gives the same files
     again = wb.export_agents("agents-md", tmp_path / "again", scope="org=northwind,repo=payments-api",
                              principal="marco.bianchi", budget=6000)
-    assert (tmp_path / "again" / "AGENTS.md").read_text() == agents and again["files"] == ["AGENTS.md"]
+    assert (tmp_path / "again" / "AGENTS.md").read_text() == agents
+    assert again["files"] == ["AGENTS.md", ".workbench-export.json"]
+    assert (tmp_path / "again" / ".workbench-export.json").read_bytes() == \
+        (tmp_path / "agents-md" / ".workbench-export.json").read_bytes()  # no clock in the manifest either
 
 
 def test_agent_files_fit_the_budget_and_respect_scope(wb, tmp_path):
@@ -146,13 +150,19 @@ def test_bad_export_input(sample_workspace, tmp_path, cli, args, message):
     assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
 
 
-def test_export_refuses_a_non_empty_folder_without_force(wb, tmp_path):
+def test_export_into_a_folder_with_other_files_overwrites_none_of_them_without_force(wb, tmp_path):
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "keep.txt").write_text("mine")
-    with pytest.raises(UserError, match="not empty"):
-        wb.export_agents("agents-md", tmp_path / "full", scope="org=northwind", principal="priya.raman")
-    wb.export_agents("agents-md", tmp_path / "full", scope="org=northwind", principal="priya.raman", force=True)
-    assert (tmp_path / "full" / "keep.txt").read_text() == "mine"
+    wb.export_agents("agents-md", tmp_path / "full", scope="org=northwind", principal="priya.raman")
+    assert (tmp_path / "full" / "keep.txt").read_text() == "mine"  # not in the way: no --force needed
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "AGENTS.md").write_text("my own instructions")
+    with pytest.raises(UserError, match="refusing to overwrite 'AGENTS.md'.*not written by workbench.*--force"):
+        wb.export_agents("agents-md", tmp_path / "mine", scope="org=northwind", principal="priya.raman")
+    assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == ["AGENTS.md"]
+    assert (tmp_path / "mine" / "AGENTS.md").read_text() == "my own instructions"
+    wb.export_agents("agents-md", tmp_path / "mine", scope="org=northwind", principal="priya.raman", force=True)
+    assert (tmp_path / "mine" / "AGENTS.md").read_text().startswith("# AGENTS.md")
 
 
 def test_notebook_reprs_are_escaped(wb):

@@ -30,13 +30,23 @@ def test_round_trip_through_files(sample_workspace, tmp_path):
         assert _state(fresh) == before
 
 
-def test_export_refuses_a_non_empty_folder(wb, tmp_path):
+def test_export_files_leaves_foreign_files_alone_and_refuses_to_overwrite_one(wb, tmp_path):
     import pytest
+    from conftest import write_fragment
     from workbench.errors import UserError
 
-    (tmp_path / "full").mkdir()
-    (tmp_path / "full" / "x.txt").write_text("keep me")
-    with pytest.raises(UserError, match="not empty"):
-        wb.export_files(tmp_path / "full")
-    assert (tmp_path / "full" / "x.txt").read_text() == "keep me"
-
+    wb.ingest([write_fragment(tmp_path / "in", "nw-kept")], actor="marco.bianchi")
+    out = tmp_path / "full"
+    (out / "northwind" / "payments-api").mkdir(parents=True)
+    (out / "x.txt").write_text("keep me")
+    written = wb.export_files(out, principal="marco.bianchi")  # no collision: no --force needed
+    assert [p.name for p in written] == ["nw-kept.md"] and (out / "x.txt").read_text() == "keep me"
+    other = tmp_path / "other"
+    (other / "northwind" / "payments-api").mkdir(parents=True)
+    mine = other / "northwind" / "payments-api" / "nw-kept.md"
+    mine.write_text("my own notes")
+    with pytest.raises(UserError, match="not written by workbench"):
+        wb.export_files(other, principal="marco.bianchi")
+    assert mine.read_text() == "my own notes"
+    wb.export_files(other, principal="marco.bianchi", force=True)
+    assert mine.read_text().startswith("---\nid: nw-kept")

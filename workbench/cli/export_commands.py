@@ -46,13 +46,19 @@ def add_export_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--as", dest="principal", metavar="PRINCIPAL",
                    help="whose view: only what this principal may see is exported (default: $WORKBENCH_PRINCIPAL, "
                         "else default_principal)")
-    p.add_argument("--force", action="store_true", help="write into a non-empty folder")
+    p.add_argument("--force", action="store_true",
+                   help="bundle: write into a non-empty folder; agent files: also overwrite or remove files in the "
+                        "way that workbench did not write, or that changed since (a re-export replaces and prunes "
+                        "its own files without it)")
+    p.add_argument("--base-url", metavar="URL",
+                   help="llms-txt: make every link absolute under this http(s) URL (e.g. https://docs.example.com/kb/)")
     p.add_argument("--allow-secret", action="store_true",
                    help="also export fragments stored with a secret-guard override (left out by default)")
     json_opt(p)
 
-    help = ("Import a bundle: restore its fragments with their versions. The checksum, then every record is "
-            "checked as a write; any problem refuses the whole bundle and nothing is written.")
+    help = ("Import a bundle: restore its fragments with their versions, its set and the pins the importer may "
+            "make. The schema and checksum, then every record is checked as a write; any problem refuses the whole "
+            "bundle and nothing is written.")
     p = sub.add_parser("import-bundle", help=help, description=help)
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--as", dest="principal", metavar="USER",
@@ -63,9 +69,11 @@ def add_export_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dry-run", action="store_true", help="check everything and report; write nothing")
     json_opt(p)
 
-    help = "Run the MCP server on stdio (tools: search, get, context) acting as PRINCIPAL."
+    help = ("Run the MCP server on stdio acting as PRINCIPAL: tools search, get, context (read-only, traced); "
+            "fragments as resources workbench://fragment/{id}; the prompt task-context.")
     p = sub.add_parser("mcp", help=help, description=help)
-    p.add_argument("--as", dest="principal", metavar="PRINCIPAL", required=True, help="whose scope the tools see")
+    p.add_argument("--as", dest="principal", metavar="PRINCIPAL", required=True,
+                   help="whose scope the tools, resources and prompt see")
 
 
 
@@ -100,6 +108,8 @@ def _export(args):
 
     if args.format not in FORMAT_NAMES:
         raise UserError(f"unknown export format {args.format!r} (valid: {', '.join(FORMAT_NAMES)})")
+    if args.base_url is not None and args.format != "llms-txt":
+        raise UserError(f"--base-url applies to llms-txt only, not {args.format}")
     with _open(args) as wb:
         if args.format == "bundle":
             if not args.set_name:
@@ -116,15 +126,19 @@ def _export(args):
                 scope = wb.set_show(args.set_name, principal=args.principal)["scope"]
                 scope = ",".join(f"{k}={v}" for k, v in scope.items() if v)
             data = wb.export_agents(args.format, args.out, scope=scope, principal=args.principal,
-                                    set_name=args.set_name, budget=args.budget, force=args.force)
+                                    set_name=args.set_name, budget=args.budget, force=args.force,
+                                    allow_secret=args.allow_secret, base_url=args.base_url)
     if args.json:
         emit_json(data)
     elif args.format == "bundle":
         print(f"wrote bundle of {data['fragments']} fragments to {data['dir']} (sha256 {data['checksum'][:16]}…)")
     else:
-        print(f"wrote {', '.join(data['files'][:6])}{' …' if len(data['files']) > 6 else ''} to {data['dir']}: "
+        shown = [f for f in data["files"] if f != data["manifest"]]
+        print(f"wrote {', '.join(shown[:6])}{' …' if len(shown) > 6 else ''} to {data['dir']}: "
               f"{data['pins']} pinned, {data['avoid']} anti-patterns, {data['knowledge']} ranked "
-              f"({data['omitted']} left out by the budget)")
+              f"({data['omitted']} left out by the budget, {data['superseded']} superseded)"
+              + (f"; removed {len(data['pruned'])} stale: {', '.join(data['pruned'][:6])}"
+                 f"{' …' if len(data['pruned']) > 6 else ''}" if data["pruned"] else ""))
 
 
 @command("import-bundle")
@@ -137,6 +151,13 @@ def _import_bundle(args):
     else:
         verb = "would add" if args.dry_run else "added"
         print(f"{verb} {report['added']}, updated {report['updated']}, unchanged {report['unchanged']}")
+        found = report.get("set")
+        if found:
+            print(f"set {found.get('name')}: {found.get('status')}" + (f" ({found['message']})" if found.get("message")
+                                                                      else ""))
+        for pin in report.get("pins", []):
+            print(f"pin {pin['id']} in {pin['scope']}: {pin['status']}" + (f" ({pin['message']})" if pin.get("message")
+                                                                           else ""))
 
 
 @command("mcp")

@@ -14,6 +14,9 @@ as it was plus at most a staging folder, which the next export next to ``out``
 removes. A live export holds an ``flock`` on its staging folder, so only
 abandoned ones are removed.
 
+``export.manifest`` builds on it for exports that are re-run into the same folder and own
+their files (agent context files, fragment files).
+
 This module knows nothing about fragments or formats; it must stay free of them.
 """
 
@@ -309,3 +312,4 @@ def write_tree(out: Path, files: Files, *, force: bool = False, progress: Progre
         if os.path.lexists(staging):
             shutil.rmtree(staging, ignore_errors=True)
     return [out / relative for relative, _ in plan]
+
