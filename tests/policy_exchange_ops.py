@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from hypothesis import strategies as st
-from policy_oracle import LENIENT, READINGS, STRICT, Verdict, both, sees
+from policy_oracle import LENIENT, READINGS, STRICT, Verdict, Where, both, sees
 from policy_workspace import SET_NAMES, C, bundle_record, c_of, iso, utcnow_naive, write_bundle
 
 from workbench.errors import UserError
@@ -124,6 +124,16 @@ class ExchangeOps:
         for fid, contents in plan.items():
             self.expect_versions(fid, contents, actor, describe)
         self.events += 1
+        # An exported bundle carries the pins that applied to its set; each one restored must be a pin the
+        # oracle lets this importer make, and then the model has it (with its pin event).
+        for pin in report.to_dict().get("pins", []):
+            if pin["status"] != "restored":
+                continue
+            where = Where(**dict(part.split("=", 1) for part in pin["scope"].split(",")))
+            self.check(self.oracle.pin(actor, self.state_of(pin["id"]), where).allowed,
+                       f"{describe}: restored a pin {pin['id']} in {where.text()} the oracle refuses")
+            self.pins[(pin["id"], where.text())] = actor
+            self.events += 1
 
     # -- reads and exports ------------------------------------------------------------------------
 

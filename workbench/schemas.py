@@ -1,4 +1,4 @@
-"""JSON Schema validation for fragment front matter and workbench.yaml.
+"""JSON Schema validation for fragment front matter, workbench.yaml and bundles (manifest, records).
 
 The schemas live in the repository's ``schemas/`` folder (the published contract);
 this module finds them, validates, and turns jsonschema's errors into one
@@ -29,11 +29,24 @@ def schema_dir() -> Path:
 
 
 @lru_cache(maxsize=None)
+def _registry():
+    """Every schema of ``schemas/`` by its ``$id``, so one may ``$ref`` another (the bundle schemas
+    reuse the fragment schema's id, scope and field definitions); nothing is fetched."""
+    from referencing import Registry, Resource
+
+    resources = []
+    for path in sorted(schema_dir().glob("*.schema.json")):
+        contents = json.loads(path.read_text(encoding="utf-8"))
+        resources.append((contents.get("$id", path.name), Resource.from_contents(contents)))
+    return Registry().with_resources(resources)
+
+
+@lru_cache(maxsize=None)
 def _validator(name: str):
     import jsonschema
 
     schema = json.loads((schema_dir() / f"{name}.schema.json").read_text(encoding="utf-8"))
-    return jsonschema.Draft202012Validator(schema)
+    return jsonschema.Draft202012Validator(schema, registry=_registry())
 
 
 def plain_yaml(value: Any) -> Any:

@@ -105,11 +105,13 @@ class ExportMixin:
                       force: bool = False, allow_secret: bool = False) -> dict[str, Any]:
         """Write the set as ``principal`` sees it (explicit, $WORKBENCH_PRINCIPAL or the default).
         A fragment with a version the principal may not see, or stored with a secret-guard override
-        (unless ``allow_secret``), is left out: ``omitted`` counts them."""
+        (unless ``allow_secret``), is left out: ``omitted`` counts them. The manifest carries the
+        set's definition and the pins in force in a scope that applies to the set's scope (and that
+        the principal can see) of the fragments written."""
         from .export import bundle
         from .ingest.chunking import CHUNKER_VERSION as GIT_CHUNKER
         from .retrieval.embedder import MODEL_NAME
-        from .retrieval.index import CHUNKER_VERSION
+        from .retrieval.index import CHUNKER_VERSION, applies
 
         who = self.principal(principal)
         found = self._set(set_name, who)
@@ -124,38 +126,62 @@ class ExportMixin:
         definition = {"name": found["name"], "owner": found["owner"], "scope": found["scope"],
                       "query": found["query"], "include": [i for i in found["include"] if self._sees_id(who, i)],
                       "exclude": [i for i in found["exclude"] if self._sees_id(who, i)]}
+        where, written = Scope.parse(found["scope"]), {r["id"] for r in records}
+        pins = [bundle.pin_record(p) for p in self.store.pins(now=utcnow()) if p["fragment_id"] in written
+                and policy.sees_scope(who, Scope.parse(p["scope"])) and applies(Scope.parse(p["scope"]), where)]
         manifest = bundle.write(Path(out), records, definition, model=MODEL_NAME,
-                                chunker=f"{CHUNKER_VERSION}; git: {GIT_CHUNKER}", force=force)
+                                chunker=f"{CHUNKER_VERSION}; git: {GIT_CHUNKER}", force=force, pins=pins)
         return {**manifest, "omitted": omitted}
 
     def import_bundle(self, folder: str | Path, *, actor: str | Principal | None = None,
                       allow_secret: bool = False, dry_run: bool = False) -> IngestReport:
         """Restore a bundle's fragments with their versions, as ``actor`` (the author of every version
-        written; each version's claimed author stays in its reason). The checksum first, then every
-        record is checked as a write (see ingest/bundles.py): any problem refuses the whole bundle
-        and nothing is written. The import is recorded as an event."""
+        written; each version's claimed author stays in its reason), then its set and its pins.
+        The manifest and every record are checked against the bundle schemas, then the checksum,
+        then every record is checked as a write (see ingest/bundles.py): any problem refuses the
+        whole bundle and nothing is written. The set is created (owned by ``actor``) only when no set
+        of its name exists; an existing one is compared, never changed. Each pin is restored only if
+        ``actor`` may pin in its scope; the others are reported, not written. The import, the set
+        and each pin restored are recorded as events."""
         from .errors import Conflict
         from .export import bundle
-        from .ingest.bundles import plan_import
+        from .ingest.bundles import BundleReport, check_manifest, check_shapes, plan_import, plan_pins, plan_set
         from .store.store import VersionWrite
 
         who = self.principal(actor)
         manifest, records = bundle.read(Path(folder))
+        now = utcnow()
+        problems = check_shapes(records) or check_manifest(manifest, records, now=now)
+        if problems:
+            raise Conflict(f"{folder}: bundle refused, nothing imported: {self._problems(problems)}")
         checksum = manifest["checksum"]["value"]
-        ids = [r["id"] for r in records if isinstance(r, dict) and isinstance(r.get("id"), str)]
+        ids = [r["id"] for r in records]
         currents = {f.id: f for f in self.store.fragments(ids=ids)} if ids else {}
         histories = {fid: self.store.versions(fid) for fid in currents}
         plan = plan_import(records, config=self.config, actor=who, currents=currents, histories=histories,
-                           checksum=checksum, allow_secret=allow_secret, now=utcnow())
+                           checksum=checksum, allow_secret=allow_secret, now=now)
         if plan.problems:
-            shown = "; ".join(plan.problems[:5]) + (f" (and {len(plan.problems) - 5} more)"
-                                                    if len(plan.problems) > 5 else "")
-            raise Conflict(f"{folder}: bundle refused, nothing imported: {shown}")
-        report = IngestReport(unchanged=list(plan.unchanged))
+            raise Conflict(f"{folder}: bundle refused, nothing imported: {self._problems(plan.problems)}")
+        after = dict(currents)  # each fragment of the bundle as it will be once imported
+        for item in plan.fragments:
+            last = item.versions[-1]
+            old = currents.get(item.id)
+            after[item.id] = Fragment(item.id, last.number, last.content, last.content.content_hash(),
+                                      old.created_at if old else (item.created_at or item.versions[0].at), last.at,
+                                      item.verified_at or (old.verified_at if old else None))
+        set_plan = plan_set(manifest["set"], config=self.config, actor=who,
+                            existing=self.store.get_set(manifest["set"]["name"]),
+                            present=lambda i: i in after or self._sees_id(who, i),
+                            sees_local=lambda i: self._sees_id(who, i))
+        pin_plans = plan_pins(manifest.get("pins") or [], config=self.config, actor=who, fragments=after,
+                              local={(p["fragment_id"], p["scope"]) for p in self.store.pins()}, now=now)
+        report = BundleReport(unchanged=list(plan.unchanged), dry_run=dry_run, set_plan=set_plan,
+                              pin_plans=pin_plans)
         for item in plan.fragments:
             (report.added if item.new else report.updated).append(item.id)
         if dry_run:
             return report
+        restored_pins = [p for p in pin_plans if p.status == "restored"]
         with self.store.transaction():
             for item in plan.fragments:
                 writes = [VersionWrite(item.id, v.number, v.content, who.name, v.reason, v.at,
@@ -165,21 +191,44 @@ class ExportMixin:
                 self.store.import_history(writes)
                 for number, found in sorted(item.overrides.items()):
                     self.store.put_secret_override(item.id, number, who.name, utcnow(), found)
+            if set_plan.status == "restored":
+                self.store.put_set(set_plan.name, who.name, set_plan.scope, set_plan.query, now)
+                for fid in set_plan.include:
+                    self.store.put_member(set_plan.name, fid, "include")
+                for fid in set_plan.exclude:
+                    self.store.put_member(set_plan.name, fid, "exclude")
+                self.store.add_event("set-create", actor=who.name,
+                                     detail={"set": set_plan.name, "scope": set_plan.scope, "query": set_plan.query,
+                                             "include": set_plan.include, "exclude": set_plan.exclude,
+                                             "bundle": checksum, "claimed_owner": set_plan.claimed_owner})
+            for pin in restored_pins:
+                self.store.put_pin(pin.id, pin.scope, who.name, pin.pinned_at, pin.reason, pin.until)
+                self.store.add_event("pin", actor=who.name, fragment_id=pin.id,
+                                     detail={"scope": pin.scope, "reason": pin.reason,
+                                             "until": pin.until.isoformat() if pin.until else None,
+                                             "bundle": checksum, "claimed_by": pin.claimed_by,
+                                             "pinned_at": pin.pinned_at.isoformat()})
             self.store.add_event("import-bundle", actor=who.name,
                                  detail={"bundle": str(folder), "checksum": checksum, "added": len(report.added),
                                          "updated": len(report.updated), "unchanged": len(report.unchanged),
-                                         "versions": sum(len(i.versions) for i in plan.fragments)})
+                                         "versions": sum(len(i.versions) for i in plan.fragments),
+                                         "set": set_plan.status, "pins": len(restored_pins)})
         return report
+
+    @staticmethod
+    def _problems(problems: list[str]) -> str:
+        return "; ".join(problems[:5]) + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else "")
 
     # -- agent context files -------------------------------------------------------------
 
     def agent_selection(self, *, scope: Scope | str, principal: str | Principal | None = None,
                         set_name: str | None = None, budget: int = DEFAULT_AGENT_BUDGET, now: datetime | None = None,
                         allow_secret: bool = False):
-        """Pins and anti-patterns always; the rest ranked by authority then freshness, fitted to the budget.
-        Only what ``principal`` may see; fragments stored with a secret-guard override only with
-        ``allow_secret``."""
-        from .export.agents import Selection, _item_md
+        """Pins and anti-patterns always; the rest ranked by authority then freshness, fitted to the budget
+        (what does not fit is kept, best first, as ``optional``). Only what ``principal`` may see;
+        fragments stored with a secret-guard override only with ``allow_secret``; never a fragment
+        superseded by one the principal sees (``superseded`` counts them)."""
+        from .export.agents import Selection, item
         from .retrieval.embedder import count_tokens_many
         from .retrieval.index import applies
 
@@ -194,6 +243,7 @@ class ExportMixin:
             raise PermissionDenied(f"{who.name} may not see {where}: nothing to export")
         now = now or utcnow()
         withheld = set() if allow_secret else self.store.secret_flagged()
+        superseded = set(self.supersessions(who))  # only by fragments this principal sees
         exportable = lambda f: policy.may(who, "export", f) and f.id not in withheld  # noqa: E731
         if set_name is not None:
             pool = [f for f in self.set_fragments(set_name, principal=who) if exportable(f)]
@@ -208,43 +258,70 @@ class ExportMixin:
             i for i in pin_ids if any(f.id == i and f.kind == "anti-pattern" for f in pool)}
         avoid = sorted((f for f in self.store.fragments(status="active", ids=list(avoid_ids))
                         if exportable(f)), key=lambda f: f.id)
+        left_out = {f.id for f in (*pool, *pins, *avoid) if f.id in superseded}
+        pool = [f for f in pool if f.id not in superseded]
+        pins = [f for f in pins if f.id not in superseded]
+        avoid = [f for f in avoid if f.id not in superseded]
         index = self.search_index()
         ranks = index.authority_for(index.visible(who))  # PageRank over what this principal sees
         authority = {fid: float(ranks[i]) for fid, i in index.pos.items()} if index.ids else {}
         taken = {f.id for f in pins} | {f.id for f in avoid}
         rest = sorted((f for f in pool if f.id not in taken),
                       key=lambda f: (-authority.get(f.id, 0.0), -(f.verified_at or f.updated_at).timestamp(), f.id))
-        texts = [_item_md(f) for f in pins] + [_item_md(f) for f in avoid] + [_item_md(f) for f in rest]
-        counts = count_tokens_many(texts)
+        counts = count_tokens_many([item(f) for f in (*pins, *avoid, *rest)])
         used = sum(counts[:len(pins) + len(avoid)])
-        knowledge = []
+        knowledge, optional = [], []
         for f, n in zip(rest, counts[len(pins) + len(avoid):]):
             if used + n <= budget:
                 knowledge.append(f)
                 used += n
+            else:
+                optional.append(f)
         return Selection(title=f"{self.config.name}: {where}", scope=str(where), pins=pins, avoid=avoid,
-                         knowledge=knowledge, omitted=len(rest) - len(knowledge))
+                         knowledge=knowledge, omitted=len(optional), optional=tuple(optional),
+                         superseded=len(left_out))
 
     def render_agents(self, fmt: str, *, scope: Scope | str, principal: str | Principal | None = None,
-                      set_name: str | None = None, budget: int = DEFAULT_AGENT_BUDGET, allow_secret: bool = False):
-        """(files {relative path: text}, selection) for an agent context format, without writing."""
-        from .export.agents import renderer
+                      set_name: str | None = None, budget: int = DEFAULT_AGENT_BUDGET, allow_secret: bool = False,
+                      base_url: str | None = None):
+        """(files {relative path: text}, selection) for an agent context format, without writing.
+        ``base_url`` (llms-txt only) makes every link absolute."""
+        from .export.agents import check_base_url, renderer
 
         render = renderer(fmt)
+        if base_url is not None:
+            if fmt != "llms-txt":
+                raise UserError(f"--base-url applies to llms-txt only, not {fmt}")
+            base_url = check_base_url(base_url)
         selection = self.agent_selection(scope=scope, principal=principal, set_name=set_name, budget=budget,
                                          allow_secret=allow_secret)
-        return render(selection), selection
+        return render(selection, base_url=base_url), selection
 
     def export_agents(self, fmt: str, out: str | Path, *, scope: Scope | str, principal: str | Principal | None = None,
-                      set_name: str | None = None, budget: int = DEFAULT_AGENT_BUDGET, force: bool = False
-                      ) -> dict[str, Any]:
-        from .export.agents import renderer
-        from .export.writer import check_folder, write_tree
+                      set_name: str | None = None, budget: int = DEFAULT_AGENT_BUDGET, force: bool = False,
+                      allow_secret: bool = False, base_url: str | None = None) -> dict[str, Any]:
+        """Write an agent context format into ``out`` and record it in ``out/.workbench-export.json``.
+        A re-export of the format into the same folder replaces its files and removes the ones it no
+        longer writes; a file workbench did not write (or that changed since) is never overwritten or
+        removed without ``force``; any other file in ``out`` is left alone."""
+        from .export.agents import check_base_url, renderer
+        from .export.manifest import MANIFEST, check_export_folder, write_export
 
         renderer(fmt)
+        if base_url is not None:
+            check_base_url(base_url)
         folder = Path(out)
-        check_folder(folder, force=force)  # before the selection: a refusal costs nothing
-        files, selection = self.render_agents(fmt, scope=scope, principal=principal, set_name=set_name, budget=budget)
-        write_tree(folder, sorted(files.items()), force=force)
-        return {"format": fmt, "dir": str(folder), "files": sorted(files), "pins": len(selection.pins),
-                "avoid": len(selection.avoid), "knowledge": len(selection.knowledge), "omitted": selection.omitted}
+        check_export_folder(folder, force=force)  # before the selection: a refusal costs nothing
+        who = self.principal(principal)
+        files, selection = self.render_agents(fmt, scope=scope, principal=who, set_name=set_name, budget=budget,
+                                              allow_secret=allow_secret, base_url=base_url)
+        exported = [*selection.pins, *selection.avoid, *selection.knowledge, *selection.optional]
+        newest = max((max(f.updated_at, f.verified_at or f.updated_at) for f in exported), default=None)
+        meta = {"principal": who.name, "scope": selection.scope, "set": set_name, "budget": budget,
+                "base_url": check_base_url(base_url) if base_url else None,
+                "generated_at": newest.isoformat() + "Z" if newest else None}
+        written = write_export(folder, sorted(files.items()), kind=fmt, meta=meta, force=force)
+        return {"format": fmt, "dir": str(folder), "files": written.files, "manifest": MANIFEST,
+                "pruned": written.pruned, "pins": len(selection.pins), "avoid": len(selection.avoid),
+                "knowledge": len(selection.knowledge), "omitted": selection.omitted,
+                "superseded": selection.superseded}

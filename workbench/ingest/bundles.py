@@ -7,23 +7,33 @@ policy must allow the importer each version it would write. An existing fragment
 extended: its local history must be a prefix of the bundle's. Any problem anywhere refuses the
 whole bundle, naming the fragment, and nothing is written. No store access: the caller passes
 the local state in and writes the plan out.
+
+Before any of that, every record is checked against ``schemas/bundle-record.schema.json`` and
+the manifest against the records (its count, its pins: each of a fragment in the bundle).
+
+A bundle also carries its set's definition and the pins in force for it. Neither can make the
+whole bundle fail once it is valid: the set is restored only when no set of its name exists
+here (owned by the importer; the source owner is kept as a claim), an existing set is never
+changed (same definition: unchanged; another: a conflict, reported), and each pin is restored
+only for an importer who leads its scope (the others are reported as skipped, never written).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from .. import policy
 from ..config import WorkspaceConfig
-from ..errors import WorkbenchError
-from ..models import Content, Fragment, Principal, Version
+from ..errors import UserError, ValidationError, WorkbenchError
+from ..models import Content, Fragment, IngestReport, Principal, Scope, Version
 from ..schemas import validate
 from .files import ParsedFragment, check_fragment_id, check_timestamp, front_matter_data
 from .importer import check_semantics, guard_secrets
 
 MAX_VERSIONS = 10_000
+_FAR_FUTURE = datetime(9999, 12, 30)  # a pin's ``until`` may lie anywhere ahead
 
 
 @dataclass(frozen=True)
@@ -162,3 +172,186 @@ def plan_import(records: list[Any], *, config: WorkspaceConfig, actor: Principal
         else:
             plan.fragments.append(item)
     return plan
+
+
+# -- the shape of a bundle: schemas first --------------------------------------------------
+
+
+def _record_label(record: Any, n: int) -> str:
+    fid = record.get("id") if isinstance(record, dict) else None
+    try:
+        return f"bundle: {check_fragment_id(fid)}"
+    except ValidationError:
+        return f"bundle record {n}"
+
+
+def check_shapes(records: list[Any]) -> list[str]:
+    """Every record against ``bundle-record.schema.json``: one problem per bad record, naming
+    the fragment (or the record's line number when its id is unusable)."""
+    problems = []
+    for n, record in enumerate(records, start=1):
+        label = _record_label(record, n)
+        try:
+            if isinstance(record, dict) and label.startswith("bundle record"):
+                check_fragment_id(record.get("id"), file=label)  # the clearer message for a bad id
+            validate("bundle-record", record, file=label)
+        except ValidationError as e:
+            problems.append(e.message)
+    return problems
+
+
+def check_manifest(manifest: Mapping[str, Any], records: list[Any], *, now: datetime) -> list[str]:
+    """The manifest (already valid against its schema) against the records: the count, and each
+    pin of a fragment in the bundle, once, with real times."""
+    problems = []
+    if manifest["fragments"] != len(records):
+        problems.append(f"manifest.yaml: fragments is {manifest['fragments']} but fragments.jsonl holds "
+                        f"{len(records)} records")
+    ids = {r.get("id") for r in records if isinstance(r, dict)}
+    seen: set[tuple[str, str]] = set()
+    for i, pin in enumerate(manifest.get("pins") or []):
+        where = f"manifest.yaml: pins[{i}]"
+        if pin["id"] not in ids:
+            problems.append(f"{where}: {pin['id']} is not a fragment of this bundle")
+        key = (pin["id"], pin["scope"])
+        if key in seen:
+            problems.append(f"{where}: {pin['id']} is pinned in {pin['scope']} twice")
+        seen.add(key)
+        try:
+            check_timestamp("pinned_at", pin["pinned_at"], file=where, now=now)
+            check_timestamp("until", pin["until"], file=where, now=_FAR_FUTURE)
+        except ValidationError as e:
+            problems.append(e.message)
+    return problems
+
+
+# -- the set and the pins a bundle carries ---------------------------------------------------
+
+
+@dataclass
+class SetPlan:
+    """What an import does with the bundle's set: ``restored`` (created, owned by the importer),
+    ``unchanged`` (a set of that name here has the same definition), ``conflict`` (it has
+    another: nothing written) or ``skipped`` (with the reason)."""
+
+    name: str
+    status: str
+    message: str | None = None
+    claimed_owner: str | None = None
+    scope: str | None = None
+    query: str | None = None
+    include: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
+    not_restored: list[str] = field(default_factory=list)  # hand-picked ids absent here (or not visible)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "status": self.status, "message": self.message,
+                "claimed_owner": self.claimed_owner, "scope": self.scope, "query": self.query,
+                "include": list(self.include), "exclude": list(self.exclude), "not_restored": list(self.not_restored)}
+
+
+def plan_set(definition: Mapping[str, Any], *, config: WorkspaceConfig, actor: Principal,
+             existing: Mapping[str, Any] | None, present: Callable[[str], bool],
+             sees_local: Callable[[str], bool]) -> SetPlan:
+    """Decide the set. ``existing``: the local set of that name (store row) or None; ``present(id)``:
+    the fragment will exist here after the import and the importer sees it; ``sees_local(id)``: the
+    importer sees the local fragment (to compare an existing set as the importer sees it)."""
+    name = definition["name"]
+    if "scope" not in definition:
+        return SetPlan(name, "skipped", "the bundle carries no set definition (only a name)")
+    where = Scope.parse(definition["scope"])
+    include = [i for i in definition["include"] if present(i)]
+    exclude = [i for i in definition["exclude"] if present(i)]
+    plan = SetPlan(name, "restored", None, definition["owner"], str(where), definition["query"], include, exclude,
+                   [i for i in (*definition["include"], *definition["exclude"]) if not present(i)])
+    if existing is not None:
+        if not policy.may(actor, "read-set", existing):
+            plan.status, plan.message = "skipped", f"set name {name!r} is not available here; no set restored"
+            return plan
+        local = (Scope.parse(existing["scope"]), existing["query"],
+                 sorted(i for i in existing["include"] if sees_local(i)),
+                 sorted(i for i in existing["exclude"] if sees_local(i)))
+        differ = [what for what, mine, theirs in zip(("scope", "query", "include", "exclude"), local,
+                                                     (where, plan.query, sorted(include), sorted(exclude)))
+                  if mine != theirs]
+        if differ:
+            plan.status = "conflict"
+            plan.message = (f"a set named {name!r} exists here (owner {existing['owner']}) with another "
+                            f"{', '.join(differ)}; it is left as it is, nothing of the bundle's set written")
+        else:
+            plan.status, plan.message = "unchanged", f"a set named {name!r} with this definition exists here"
+        return plan
+    problem = config.check_scope(where)
+    if problem is None and not policy.sees_scope(actor, where):
+        problem = f"{actor.name} may not define a set in {where}"
+    if problem:
+        plan.status, plan.message = "skipped", problem
+    return plan
+
+
+@dataclass
+class PinPlan:
+    """One pin of the bundle: ``restored`` (written, pinned by the importer), ``unchanged`` (pinned
+    here already) or ``skipped`` (the importer may not pin there, or it expired; never written)."""
+
+    id: str
+    scope: str
+    claimed_by: str
+    pinned_at: datetime
+    reason: str | None
+    until: datetime | None
+    status: str
+    message: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        ts = lambda v: None if v is None else v.isoformat() + "Z"  # noqa: E731
+        return {"id": self.id, "scope": self.scope, "status": self.status, "message": self.message,
+                "claimed_by": self.claimed_by, "pinned_at": ts(self.pinned_at), "reason": self.reason,
+                "until": ts(self.until)}
+
+
+def plan_pins(pins: list[Mapping[str, Any]], *, config: WorkspaceConfig, actor: Principal,
+              fragments: Mapping[str, Fragment], local: set[tuple[str, str]], now: datetime) -> list[PinPlan]:
+    """Decide each pin (``check_manifest`` has passed). ``fragments``: every fragment of the bundle
+    as it will be after the import; ``local``: the (fragment id, scope) pins here."""
+    from ..curate.pins import check_pin
+
+    out = []
+    for pin in pins:
+        where = Scope.parse(pin["scope"])
+        plan = PinPlan(pin["id"], str(where), pin["pinned_by"],
+                       check_timestamp("pinned_at", pin["pinned_at"], now=now), pin["reason"],
+                       check_timestamp("until", pin["until"], now=_FAR_FUTURE), "restored")
+        fragment = fragments[pin["id"]]
+        problem = config.check_scope(where)
+        if problem is None and plan.until is not None and plan.until <= now:
+            problem = f"expired on {plan.until.isoformat()}Z"
+        if problem is None:
+            decision = policy.may(actor, "pin", fragment, scope=where)
+            problem = None if decision else decision.message
+        if problem is None:
+            try:
+                check_pin(fragment.scope, where, fragment.id, fragment.status)
+            except UserError as e:
+                problem = e.message
+        if problem:
+            plan.status, plan.message = "skipped", problem
+        elif (plan.id, plan.scope) in local:
+            plan.status, plan.message = "unchanged", f"already pinned in {plan.scope} here"
+        out.append(plan)
+    return out
+
+
+@dataclass
+class BundleReport(IngestReport):
+    """An ``IngestReport`` of the fragments, plus what became of the bundle's set and pins."""
+
+    set_plan: SetPlan | None = None
+    pin_plans: list[PinPlan] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = super().to_dict()
+        data["set"] = self.set_plan.to_dict() if self.set_plan else None
+        data["pins"] = [p.to_dict() for p in self.pin_plans]
+        return data
+
