@@ -18,6 +18,14 @@ FIELDS = (("title", "Title: a short name for the mistake"), ("dont", "Don't: wha
 
 
 class AntiPatternScreen(WbScreen):
+
+    DEFAULT_CSS = """
+    .form { height: auto; }
+    .form Input { margin: 0 1; width: 1fr; }
+    .form Button { width: auto; margin: 0 1; }
+    .form Label { padding: 0 1; margin-top: 1; }
+    #errors { height: auto; }
+    """
     BINDINGS = [
         Binding("ctrl+s", "create", "Create", id="antipattern-create", priority=True),
         Binding("escape", "back", "Back", id="antipattern-back"),

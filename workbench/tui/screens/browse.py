@@ -18,6 +18,15 @@ BATCH = 400
 
 
 class BrowseScreen(WbScreen):
+
+    DEFAULT_CSS = """
+    #browse-body { height: 1fr; }
+    #scope-tree { width: 34; border-right: solid $primary-background; }
+    #filters { height: auto; padding: 0 1; }
+    #filters Input { width: 24; }
+    #filters Select { width: 22; }
+    #fragments { height: 1fr; }
+    """
     BINDINGS = [
         Binding("enter", "open", "Open", id="browse-open", show=False),
         Binding("s", "toggle_stale", "Stale only", id="browse-stale"),

@@ -17,6 +17,14 @@ from textual.widgets import Button, Footer, Label
 class DiscardScreen(ModalScreen[bool]):
     """Dismisses with True to discard, False to keep editing."""
 
+    DEFAULT_CSS = """
+    DiscardScreen { align: center middle; }
+    .confirm-box { width: 72; height: auto; padding: 1 2; border: thick $warning; background: $surface; }
+    .confirm-box Label { width: 1fr; }
+    .dialog-actions { height: auto; margin-top: 1; }
+    .dialog-actions Button { margin: 0 1; }
+    """
+
     BINDINGS = [
         Binding("d", "discard", "Discard", id="discard-yes"),
         Binding("k", "keep", "Keep editing", id="discard-keep"),

@@ -41,6 +41,15 @@ def coloured_diff(diff: str) -> Text:
 class ConflictScreen(ModalScreen[str | None]):
     """Dismisses with RELOAD, KEEP, or None (cancel: back to editing, nothing changed)."""
 
+    DEFAULT_CSS = """
+    ConflictScreen { align: center middle; }
+    .conflict-box { width: 90%; height: 85%; padding: 0 1; border: thick $error; background: $surface; }
+    #conflict-message { height: auto; padding: 0 1; }
+    #conflict-diff-scroll { height: 1fr; border: solid $primary-background; }
+    .dialog-actions { height: auto; margin-top: 1; }
+    .dialog-actions Button { margin: 0 1; }
+    """
+
     BINDINGS = [
         Binding("r", "reload", "Reload latest", id="conflict-reload"),
         Binding("k", "keep", "Keep my text, save over latest", id="conflict-keep-mine"),

@@ -21,6 +21,15 @@ from .base import WbScreen
 
 
 class EditScreen(WbScreen):
+
+    DEFAULT_CSS = """
+    #editor { height: 1fr; }
+    #reason { margin: 0 1; }
+    #errors { height: auto; }
+    #edit-panes { height: 1fr; }
+    #mine-pane { display: none; width: 1fr; }
+    #mine { height: 1fr; }
+    """
     BINDINGS = [
         Binding("ctrl+s", "save", "Save", id="edit-save", priority=True),
         Binding("escape", "cancel", "Cancel", id="edit-cancel"),

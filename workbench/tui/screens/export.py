@@ -16,6 +16,14 @@ FORMATS = [("AGENTS.md", "agents-md"), ("CLAUDE.md", "claude-md"), ("Cursor rule
 
 
 class ExportScreen(WbScreen):
+
+    DEFAULT_CSS = """
+    .form { height: auto; }
+    .form Input { margin: 0 1; width: 1fr; }
+    .form Select { width: 40; }
+    .form Button { width: auto; margin: 0 1; }
+    #preview { height: 1fr; border-top: solid $primary-background; }
+    """
     BINDINGS = [
         Binding("escape", "back", "Back", id="export-back"),
         Binding("ctrl+r", "preview", "Preview", id="export-preview"),

@@ -14,6 +14,13 @@ from .base import WbScreen
 
 
 class FragmentScreen(WbScreen):
+
+    DEFAULT_CSS = """
+    #frag-body { height: 1fr; }
+    #frag-meta { width: 60; padding: 0 1; border-left: solid $primary-background; }
+    #history { height: 10; }
+    #diff { height: 12; border-top: solid $primary-background; }
+    """
     BINDINGS = [
         Binding("escape", "back", "Back", id="fragment-back"),
         Binding("e", "edit", "Edit", id="fragment-edit"),

@@ -12,6 +12,14 @@ from .base import WbScreen
 
 
 class PinsScreen(WbScreen):
+
+    DEFAULT_CSS = """
+    .form { height: auto; }
+    .form Input { margin: 0 1; width: 1fr; }
+    .form Select { width: 40; }
+    .form Button { width: auto; margin: 0 1; }
+    #errors { height: auto; }
+    """
     BINDINGS = [
         Binding("escape", "back", "Back", id="pins-back"),
         Binding("u", "unpin", "Unpin", id="pins-unpin"),

@@ -11,6 +11,11 @@ from textual.widgets import Input, Label
 
 
 class PromptScreen(ModalScreen[str | None]):
+
+    DEFAULT_CSS = """
+    PromptScreen { align: center middle; }
+    .prompt-box { width: 70; height: auto; padding: 1 2; border: thick $primary; background: $surface; }
+    """
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="prompt-cancel")]
 
     def __init__(self, question: str, placeholder: str = "") -> None:

@@ -16,6 +16,12 @@ DEBOUNCE_S = 0.25
 
 
 class SearchScreen(WbScreen):
+
+    DEFAULT_CSS = """
+    #search-input { margin: 0 1; }
+    #results { height: 1fr; }
+    #explain { height: auto; max-height: 12; padding: 0 1; border-top: solid $primary-background; }
+    """
     BINDINGS = [
         Binding("escape", "back", "Back", id="search-back"),
         Binding("f2", "toggle_explain", "Explain", id="search-explain"),
