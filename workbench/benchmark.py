@@ -157,6 +157,8 @@ def run(n: int, *, queries: int = 100, workdir: Path | None = None, progress: Ca
             dense_paths = dense_comparison(rebuilt, wb, n)
         say("TUI first paint")
         paint = first_paint(ws, "lead0")
+        say("TUI: first search after launch, open after idle, quit")
+        paint["flow"] = tui_flow(ws, "lead0", texts[0], first.id)
         ours_p50, base_p50 = ours["search_ms"]["p50"], base["search_ms"]["p50"]
         return {
             "fragments": n, "queries": len(texts), "principal": "agent", "visible_share": ours["visible_share"],
@@ -190,6 +192,35 @@ def first_paint(workspace: Path, principal: str, runs: int = 3) -> dict[str, Any
         times.append(time.perf_counter() - start)
         rows = int(out.stdout.split()[-1])
     return {"median_s": round(float(np.median(times)), 3), "max_s": round(max(times), 3), "rows": rows}
+
+
+def tui_flow(workspace: Path, principal: str, query: str, fragment_id: str, runs: int = 3) -> dict[str, Any]:
+    """`python -m workbench.tui.firstpaint WS PRINCIPAL --full QUERY ID`, as a user would use the TUI
+    (model loading in the background): seconds from spawn to the first search result, to open a
+    fragment after 10 s idle, and from pressing quit to the process's end; medians of ``runs``."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    found: dict[str, list[float]] = {"first_search_s": [], "open_after_idle_s": [], "quit_s": []}
+    for _ in range(runs):
+        env = {**os.environ, "WORKBENCH_PROBE_T0": repr(time.time())}
+        proc = subprocess.Popen([sys.executable, "-m", "workbench.tui.firstpaint", str(workspace), principal,
+                                 "--full", query, fragment_id], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=env)
+        data = None
+        for line in proc.stdout:
+            if line.startswith("{"):
+                data = json.loads(line)
+        proc.wait(timeout=300)
+        ended = time.time()
+        if data is None:
+            return {"error": proc.stderr.read().strip().splitlines()[-1:]}
+        found["first_search_s"].append(data["first_search_s"])
+        found["open_after_idle_s"].append(data["open_after_idle_s"])
+        found["quit_s"].append(ended - data["quit_at"])
+    return {name: {"median": round(float(np.median(v)), 3), "max": round(max(v), 3)} for name, v in found.items()}
 
 
 def _measure(wb, texts: list[str], *, lexical: str, dense: str) -> dict[str, Any]:

@@ -72,6 +72,10 @@ class Workbench(RetrievalMixin, EvalMixin, CurateMixin, GraphMixin, StaleMixin, 
         """Release the workspace lock until the next call (for long-running faces: MCP, TUI)."""
         self.store.release()
 
+    def release_requested(self) -> bool:
+        """Whether another process is waiting for the workspace this one holds."""
+        return self.store.release_requested()
+
     def __enter__(self) -> "Workbench":
         return self
 

@@ -117,6 +117,29 @@ def open_database(path: Path, *, read_only: bool | None = None, lock_timeout: fl
     return connect(path, read_only=True, lock_timeout=lock_timeout), problem
 
 
+def release_request_path(path: Path) -> Path:
+    """The file another process touches to ask the holder of ``path`` to let go when idle."""
+    return path.with_name(path.name + ".release-request")
+
+
+def ask_release(path: Path) -> None:
+    try:
+        release_request_path(path).touch()
+    except OSError:
+        pass  # a read-only folder: the holder's own idle timer is the only way
+
+
+def release_requested(path: Path) -> bool:
+    return release_request_path(path).exists()
+
+
+def clear_release_request(path: Path) -> None:
+    try:
+        release_request_path(path).unlink()
+    except OSError:
+        pass
+
+
 def connect(path: Path, *, read_only: bool = False, lock_timeout: float | None = None, _raw_errors: bool = False):
     """Connect to ``path`` with vss and fts loaded. Waits up to ``lock_timeout`` seconds
     (default ``WORKBENCH_LOCK_TIMEOUT`` or 2) for another process to let go."""
@@ -137,6 +160,7 @@ def connect(path: Path, *, read_only: bool = False, lock_timeout: float | None =
                 if _raw_errors:
                     raise
                 raise StoreError(f"cannot open {path}: {e}") from e
+            ask_release(path)  # a long-running face (the TUI) holding it idle lets go when asked
             if time.monotonic() >= deadline:
                 raise WorkspaceBusy(f"workspace busy: another workbench process is using {path.parent} "
                                     "(try again when it finishes)") from e

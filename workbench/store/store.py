@@ -85,8 +85,17 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, Overri
         """Let go of the file (and its lock) between operations; the next query reconnects.
         Long-running faces call this so other processes can use the workspace meanwhile."""
         if self._con is not None and self._depth == 0:
+            from .connect import clear_release_request
+
             self._con.close()
             self._con = None
+            clear_release_request(self.path)
+
+    def release_requested(self) -> bool:
+        """Whether another process waits for this workspace (it asked while we held it)."""
+        from .connect import release_requested
+
+        return self._con is not None and release_requested(self.path)
 
     def close(self) -> None:
         if self._con is not None:

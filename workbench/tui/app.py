@@ -1,8 +1,19 @@
 """WorkbenchApp: screens, bindings (each with an id), the command palette, background jobs.
 
-The workspace connection is shared by the UI thread and worker threads behind one lock;
-slow work (search, model loading, ingest, index rebuilds, export) runs in thread workers
-with a progress bar, so the UI never freezes.
+Nothing blocks the UI. Every store call runs off the UI thread through ``submit`` (a daemon
+thread; the result comes back on the UI thread), behind one lock shared by all of them: store
+reads, writes, index refreshes, embedding and model loading. A job shows its label in the job
+line when it takes long, and a progress bar when it reports progress.
+
+The workspace connection is kept while the app is in use and released after a long idle spell
+(``IDLE_RELEASE_S``) or at once when another process asks for it (the CLI touches a request
+file when it finds the workspace held), so ordinary actions never pay a reconnect.
+
+Quit is immediate: the screen is restored at once and jobs still running are abandoned
+(``tui`` then ends the process; DuckDB's write-ahead log keeps any write whole).
+
+Single-letter keys are navigation keys on list screens; on a screen with a form (``FORM``) and
+whenever a text field or a button has focus they never fire, so typing cannot trigger them.
 """
 
 from __future__ import annotations
@@ -13,7 +24,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
@@ -22,7 +32,19 @@ from textual.widgets import ProgressBar, Static
 from ..errors import WorkbenchError
 
 
-IDLE_RELEASE_S = 3.0
+def plain(message: str) -> str:
+    """The core's message in the TUI's words (no CLI flags); see tui/messages.py."""
+    try:
+        from .messages import plain as translate
+    except ImportError:  # pragma: no cover - during the move to messages.py
+        return message
+    return translate(message)
+
+
+IDLE_RELEASE_S = 60.0   # seconds without use before the workspace is let go (or when another process asks)
+SLOW_JOB_S = 0.3        # a job running longer than this shows its label in the job line
+# app-level keys that are plain characters: never fired from a text field, a button or a form screen
+LETTER_ACTIONS = {"browse", "search", "inbox", "pins", "new_antipattern", "export", "help", "quit"}
 
 
 class WorkbenchApp(App):
@@ -31,14 +53,15 @@ class WorkbenchApp(App):
     CSS_PATH = "app.tcss"
     TITLE = "workbench"
     BINDINGS = [
+        Binding("question_mark", "help", "Help", id="help"),
         Binding("b", "browse", "Browse", id="browse"),
         Binding("slash", "search", "Search", id="search"),
         Binding("i", "inbox", "Inbox", id="inbox"),
         Binding("p", "pins", "Pins", id="pins"),
-        Binding("n", "new_antipattern", "Anti-pattern", id="new-antipattern"),
+        Binding("n", "new_antipattern", "Anti-pattern", id="new-antipattern", show=False),
         Binding("x", "export", "Export", id="export"),
-        Binding("question_mark", "help", "Help", id="help"),
         Binding("q", "quit", "Quit", id="quit"),
+        Binding("ctrl+q", "quit", "Quit", id="quit-anywhere", show=False, priority=True),
     ]
 
     def __init__(self, workbench, *, principal: str | None = None, now: datetime | None = None,
@@ -53,7 +76,17 @@ class WorkbenchApp(App):
         self.job_active = False
         self.idle_release_s = IDLE_RELEASE_S
         self._last_use = time.monotonic()
-        self.sub_title = f"{workbench.config.name} · as {self.principal.name}"
+        self.pending = 0                    # jobs submitted and not yet delivered (tests wait on 0)
+        self._latest: dict[str, int] = {}   # per key, the newest job's number: older results are dropped
+        self._jobs = 0
+        self.closing = False
+        self.data_version = 0               # bumped after every write; screens reload when they see it move
+        self.model_state = "not loaded" if load_model else "off"
+        self._show_identity()
+
+    def _show_identity(self) -> None:
+        model = {"loading": " · model loading…", "failed": " · model unavailable"}.get(self.model_state, "")
+        self.sub_title = f"{self.wb.config.name} · as {self.principal.name}{model}"
 
     def clock(self) -> datetime:
         from ..store.store import utcnow
@@ -70,20 +103,82 @@ class WorkbenchApp(App):
                 self._last_use = time.monotonic()
 
     def _release_when_idle(self) -> None:
-        """Let go of the workspace lock after a quiet spell, so the CLI can write meanwhile;
-        the next call reconnects (and sees what others changed)."""
-        if time.monotonic() - self._last_use >= self.idle_release_s and self.lock.acquire(blocking=False):
+        """Let go of the workspace after a long quiet spell, or at once when another process
+        asks for it and no job holds it; the next call reconnects (and sees what others changed)."""
+        idle = time.monotonic() - self._last_use >= self.idle_release_s
+        if not idle and not self.wb.release_requested():
+            return
+        if self.lock.acquire(blocking=False):
             try:
                 self.wb.release()
             finally:
                 self.lock.release()
+
+    def submit(self, fn: Callable[..., Any], *args: Any, done: Callable[[Any], None] | None = None,
+               failed: Callable[[WorkbenchError], None] | None = None, label: str | None = None,
+               key: str | None = None, write: bool = False, **kwargs: Any) -> None:
+        """Run ``fn(*args, **kwargs)`` on a daemon thread behind the workspace lock; then, on the UI
+        thread, ``done(result)``, or ``failed(error)`` for a WorkbenchError (by default an error
+        notification). With ``key``, only the newest job of that key is delivered (search as you
+        type). ``write=True`` bumps ``data_version`` on success, so every screen reloads when shown.
+        ``label`` is shown in the job line while the job runs longer than ``SLOW_JOB_S``."""
+        self._jobs += 1
+        number = self._jobs
+        if key is not None:
+            self._latest[key] = number
+        self.pending += 1
+        shown = {"label": False}
+
+        def show_label() -> None:
+            if label and not shown.get("ended"):
+                shown["label"] = True
+                self.start_job(label)
+        timer = self.set_timer(SLOW_JOB_S, show_label) if label else None
+
+        def deliver(outcome: str, value: Any) -> None:
+            self.pending -= 1
+            shown["ended"] = True
+            if timer is not None:
+                timer.stop()
+            if shown["label"]:
+                self.end_job()
+            if self.closing or (key is not None and self._latest.get(key) != number):
+                return
+            if outcome == "ok":
+                if write:
+                    self.data_version += 1
+                if done is not None:
+                    done(value)
+            elif failed is not None:
+                failed(value)
+            else:
+                self.notify(plain(value.message), title="Not done", severity="error", timeout=8)
+
+        def run() -> None:
+            try:
+                outcome, value = "ok", self.call(fn, *args, **kwargs)
+            except WorkbenchError as e:
+                outcome, value = "error", e
+            except Exception as e:  # noqa: BLE001 - a bug must not kill the UI silently
+                outcome, value = "error", WorkbenchError(f"internal error: {type(e).__name__}: {e}")
+            if self.closing:
+                return
+            try:
+                self.call_from_thread(deliver, outcome, value)
+            except RuntimeError:  # the app has gone meanwhile
+                pass
+        threading.Thread(target=run, name=f"wb-job-{number}", daemon=True).start()
+
+    def changed(self) -> None:
+        """A write happened outside ``submit(write=True)``: screens reload when next shown."""
+        self.data_version += 1
 
     def attempt(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run a core call; a WorkbenchError becomes an error notification (never a traceback)."""
         try:
             return self.call(fn, *args, **kwargs)
         except WorkbenchError as e:
-            self.notify(e.message, title="Not done", severity="error", timeout=8)
+            self.notify(plain(e.message), title="Not done", severity="error", timeout=8)
             return None
 
     # -- layout ------------------------------------------------------------------------
@@ -105,16 +200,39 @@ class WorkbenchApp(App):
         if self.load_model:
             self.call_after_refresh(self.warm_model)
 
-    @work(thread=True, exclusive=True, group="model", exit_on_error=False)
     def warm_model(self) -> None:
-        """Load the embedding model after the first paint, in the background."""
-        try:
+        """Load the embedding model after the first paint, on its own thread (not behind the
+        workspace lock, so browsing and lexical search go on meanwhile); the header says so."""
+        self.model_state = "loading"
+        self._show_identity()
+
+        def loaded(_: Any) -> None:
+            self.model_ready = True
+            self.model_state = "ready"
+            self._show_identity()
+            # embed what is new and build the index now, with progress, rather than in the first search
+            self.submit(self.wb.warm, progress=self.job_progress, label="preparing the search index",
+                        done=lambda _: self.end_job())
+
+        def failed(e: Exception) -> None:
+            self.model_state = "failed"
+            self._show_identity()
+            self.notify(getattr(e, "message", str(e)), title="Model", severity="error")
+
+        def run() -> None:
             from ..retrieval.embedder import load_model
 
-            load_model()
-            self.model_ready = True
-        except WorkbenchError as e:
-            self.call_from_thread(self.notify, e.message, title="Model", severity="error")
+            try:
+                load_model()
+                outcome: tuple = (loaded, None)
+            except Exception as e:  # noqa: BLE001 - shown, never a traceback
+                outcome = (failed, e)
+            if not self.closing:
+                try:
+                    self.call_from_thread(*outcome)
+                except RuntimeError:
+                    pass
+        threading.Thread(target=run, name="wb-model", daemon=True).start()
 
     # -- jobs with progress ---------------------------------------------------------------
 
@@ -149,21 +267,59 @@ class WorkbenchApp(App):
         if message:
             self.notify(message, severity=severity)
 
-    @work(thread=True, exclusive=True, group="jobs", exit_on_error=False)
-    def run_job(self, label: str, fn: Callable[[Callable], str]) -> None:
-        """Run ``fn(progress)`` in a thread; its return value is the closing notification."""
-        self.call_from_thread(self.start_job, label)
-        try:
-            message = self.call(fn, self.job_progress)
-            self.call_from_thread(self.end_job, message)
-        except WorkbenchError as e:
-            self.call_from_thread(self.end_job, e.message, "error")
-        self.call_from_thread(self.refresh_screen)
+    def run_job(self, label: str, fn: Callable[[Callable], str], *, write: bool = True) -> None:
+        """Run ``fn(progress)`` as a job with a progress bar shown from the start; its return value
+        is the closing notification. Counts as a write (screens reload) unless ``write=False``."""
+        self.start_job(label)
+
+        def done(message: str) -> None:
+            self.end_job(message)
+            self.refresh_screen()
+
+        def failed(e: WorkbenchError) -> None:
+            self.end_job(e.message, "error")
+
+        self.submit(fn, self.job_progress, done=done, failed=failed, write=write)
 
     def refresh_screen(self) -> None:
         reload = getattr(self.screen, "reload", None)
         if reload:
             reload()
+
+    # -- keys -----------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Plain-character app keys never fire into a form: not on a screen with a form, and
+        not while a text field or a button has focus (ctrl+q, ctrl+p and esc always work)."""
+        if action in LETTER_ACTIONS and self._typing():
+            return False
+        return True
+
+    def _typing(self) -> bool:
+        from textual.widgets import Button, Input, TextArea
+
+        screen = self.screen
+        if getattr(screen, "FORM", False):
+            return True
+        return isinstance(screen.focused, (Input, TextArea, Button))
+
+    def action_quit(self) -> None:
+        """Quit at once, unless an editor holds unsaved text: then ask first."""
+        editors = [s for s in self.screen_stack if getattr(s, "unsaved_text", lambda: False)()]
+        if not editors:
+            self.quit_now()
+            return
+        from .screens.confirm import DiscardScreen
+
+        def answered(discard: bool | None) -> None:
+            if discard:
+                self.quit_now()
+        self.push_screen(DiscardScreen(f"your unsaved edit of {editors[-1].fragment_id}", leaving="Quitting"),
+                         answered)
+
+    def quit_now(self) -> None:
+        self.closing = True
+        self.exit()
 
     # -- actions ------------------------------------------------------------------------
 
@@ -251,7 +407,17 @@ class WorkbenchApp(App):
 
 
 def run(workspace: str | None = None, principal: str | None = None) -> None:
+    """Run the app; on quit, close the workspace unless a job still holds it (then it is left to
+    the process's end: DuckDB's write-ahead log keeps a write whole either way)."""
     from ..service import Workbench
 
-    with Workbench.open(workspace) as wb:
-        WorkbenchApp(wb, principal=principal).run()
+    wb = Workbench.open(workspace)
+    app = WorkbenchApp(wb, principal=principal)
+    try:
+        app.run()
+    finally:
+        if app.lock.acquire(timeout=0.5):
+            try:
+                wb.close()
+            finally:
+                app.lock.release()

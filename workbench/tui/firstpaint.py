@@ -1,25 +1,66 @@
-"""Time to first paint, for the benchmark: `python -m workbench.tui.firstpaint WORKSPACE PRINCIPAL`
-opens the workspace, runs the app headless and prints "painted" once the browse screen is
-mounted and rendered. The parent measures from spawning the process (imports included)."""
+"""TUI latency probes for the benchmark, run headless in a fresh process so imports count.
+
+`python -m workbench.tui.firstpaint WORKSPACE PRINCIPAL` prints "painted ROWS" once the browse
+screen is mounted and rendered; the parent measures from spawning the process.
+
+With `--full QUERY FRAGMENT_ID` it goes on as a user would, with the model loading in the
+background as in `workbench tui`, and prints one JSON line of seconds:
+- ``first_search_s``: from process start (``WORKBENCH_PROBE_T0``, the parent's wall clock at spawn)
+  to the first result row of QUERY typed on the search screen right after the first paint;
+- ``open_after_idle_s``: opening FRAGMENT_ID after 10 s without any action, until it is shown;
+- ``quit_at``: the wall-clock time quit was pressed (the parent measures until the process ends).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import sys
+import time
+
+IDLE_S = 10.0
 
 
-async def _paint(workspace: str, principal: str) -> None:
+async def _paint(workspace: str, principal: str, full: tuple[str, str] | None = None) -> None:
     from ..service import Workbench
     from .app import WorkbenchApp
 
-    with Workbench.open(workspace) as wb:
-        app = WorkbenchApp(wb, principal=principal, load_model=False)
-        async with app.run_test(size=(160, 45)):
-            while app.first_paint_at is None:
-                await asyncio.sleep(0.005)
-            rows = app.screen.query_one("#fragments").row_count
-            print(f"painted {rows}", flush=True)
+    t0 = float(os.environ.get("WORKBENCH_PROBE_T0", time.time()))
+    wb = Workbench.open(workspace)
+    app = WorkbenchApp(wb, principal=principal, load_model=full is not None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        while app.first_paint_at is None:
+            await asyncio.sleep(0.005)
+        rows = app.screen.query_one("#fragments").row_count
+        print(f"painted {rows}", flush=True)
+        if full is None:
+            return
+        query, fragment_id = full
+        out: dict[str, float | str] = {"model_at_first_search": app.model_state}
+        await pilot.press("slash")
+        await pilot.press(*query)
+        while not app.screen.query("#results") or app.screen.query_one("#results").row_count == 0:
+            await asyncio.sleep(0.01)
+        out["first_search_s"] = round(time.time() - t0, 3)
+        while not app.model_ready:           # let the background load finish, so the idle spell is idle
+            await asyncio.sleep(0.05)
+        await pilot.press("escape")
+        await asyncio.sleep(IDLE_S)
+        t = time.perf_counter()
+        app.open_fragment(fragment_id)
+        while getattr(app.screen, "fragment", None) is None:
+            await asyncio.sleep(0.002)
+        await pilot.pause()
+        out["open_after_idle_s"] = round(time.perf_counter() - t, 4)
+        out["quit_at"] = time.time()
+        print(json.dumps(out), flush=True)
+        app.action_quit()
+    if app.lock.acquire(timeout=0.5):
+        wb.close()
 
 
 if __name__ == "__main__":
-    asyncio.run(_paint(sys.argv[1], sys.argv[2]))
+    args = sys.argv[1:]
+    full = (args[args.index("--full") + 1], args[args.index("--full") + 2]) if "--full" in args else None
+    asyncio.run(_paint(args[0], args[1], full))

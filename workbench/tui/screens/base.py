@@ -10,6 +10,30 @@ from textual.widgets import Footer, Header, ProgressBar, Static
 
 
 class WbScreen(Screen):
+    """``FORM = True`` on a screen whose main job is typing (search, edit, pin, export,
+    anti-pattern): the app's plain-character keys never fire there (see ``WorkbenchApp``).
+
+    A screen with a ``reload()`` reloads when it is shown again after any write
+    (``app.data_version`` moved), so Browse and the rest never show stale rows."""
+
+    FORM = False
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._seen_version = -1
+
+    def on_mount(self) -> None:
+        self._seen_version = self.app.data_version
+
+    def on_screen_resume(self) -> None:
+        if self._seen_version not in (-1, self.app.data_version):
+            self._seen_version = self.app.data_version
+            reload = getattr(self, "reload", None)
+            if reload is not None:
+                reload()
+        else:
+            self._seen_version = self.app.data_version
+
     def compose(self) -> ComposeResult:
         yield Header()
         yield from self.body()

@@ -1,47 +1,98 @@
-"""Help: every key binding (by id) and every command of the palette."""
+"""Help: every key of every screen, grouped by screen, with human key names.
+
+Generated from the bindings themselves (every screen class of this package, found by import, and
+the app's own), so it cannot drift from what the keys do. Each screen's first docstring line says
+what the screen is for.
+"""
 
 from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+from typing import Iterator
 
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.screen import Screen
 from textual.widgets import Markdown
 
 from .base import WbScreen
 
-HELP = """# workbench
+# Textual's own keys on every screen (focus movement, copy): not ours to document per screen.
+INHERITED = {"tab", "shift+tab", "ctrl+c", "super+c"}
 
-Curate what AI agents know: versioned, scoped, owned fragments.
+INTRO = """# workbench keys
 
-| key | action | binding id |
-|---|---|---|
-{keys}
-
-**Command palette** (`ctrl+p`): every action above, plus *Rebuild index* and *Ingest folder*.
-
-**Screens**
-- **Browse** (`b`): the scope tree (org → repo → persona, with counts) and the fragment table;
-  filter by owner, kind, stale. `enter` opens a fragment.
-- **Search** (`/`): hybrid results as you type, with score breakdown and scope; `f2` toggles the explain pane.
-- **Fragment**: rendered markdown, metadata, links in and out, authority, history;
-  `a`/`d` mark two versions to diff, `R` reverts to the highlighted version, `e` edits, `v` verifies.
-- **Edit**: markdown editor; a reason is required; `ctrl+s` saves a new version. If someone saved meanwhile, a
-  conflict dialog shows the diff: `r` reload the latest (your text kept beside it), `k` keep yours over the latest,
-  `esc` back to editing; `esc` with unsaved changes asks before discarding.
-- **Pins** (`p`): the scopes you lead; pin by id, `u` unpins.
-- **Anti-pattern** (`n`): don't / why / instead.
-- **Inbox** (`i`): your stale fragments: `v` verify, `z` snooze, `e` edit.
-- **Export** (`x`): choose a scope and a format, preview, write.
+Curate what AI agents know: versioned, scoped, owned fragments. Plain-character keys act only when
+no text field or button has focus, and never on a screen with a form (search, edit, pins, export,
+new anti-pattern): leave those with **esc**. **^q** quits anywhere, asking first if an edit is unsaved.
+**^p** opens the command palette, which lists every action below by name.
 """
 
 
+def screen_classes() -> list[type[Screen]]:
+    """Every Screen subclass defined in this package, in a stable order (full screens first)."""
+    from .. import screens
+
+    found: dict[str, type[Screen]] = {}
+    for info in pkgutil.iter_modules(screens.__path__):
+        module = importlib.import_module(f"{screens.__name__}.{info.name}")
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if issubclass(cls, Screen) and cls.__module__ == module.__name__ and cls is not WbScreen:
+                found[cls.__name__] = cls
+    return sorted(found.values(), key=lambda c: (not issubclass(c, WbScreen), screen_title(c)))
+
+
+def screen_title(cls: type) -> str:
+    name = cls.__name__.removesuffix("Screen")
+    return {"AntiPattern": "New anti-pattern", "Discard": "Discard changes? (dialog)",
+            "Conflict": "Edit conflict (dialog)", "Prompt": "Prompt (dialog)"}.get(name, name)
+
+
+def own_bindings(cls: type) -> Iterator[Binding]:
+    seen: set[str] = set()
+    for key, bindings in cls._merge_bindings().key_to_bindings.items():
+        for b in bindings:
+            if key in INHERITED or (b.id or key) in seen:
+                continue
+            seen.add(b.id or key)
+            yield b
+
+
+def purpose(cls: type) -> str:
+    """The first paragraph of the screen's module docstring (each screen module describes its screen)."""
+    doc = inspect.getdoc(inspect.getmodule(cls)) or ""
+    return doc.split("\n\n")[0].replace("\n", " ").strip()
+
+
+def help_markdown(app) -> str:
+    def row(b: Binding) -> str:
+        return f"| **{app.get_key_display(b)}** | {b.description or b.action} | `{b.id or ''}` |"
+
+    parts = [INTRO, "## Everywhere", "", "| key | does | binding id |", "|---|---|---|",
+             *(row(b) for b in own_bindings(type(app)))]
+    for cls in screen_classes():
+        keys = list(own_bindings(cls))
+        if not keys:
+            continue
+        parts += ["", f"## {screen_title(cls)}", "", purpose(cls) if purpose(cls) else "", "",
+                  "| key | does | binding id |", "|---|---|---|", *(row(b) for b in keys)]
+    return "\n".join(parts) + "\n"
+
+
 class HelpScreen(WbScreen):
+    """Every key of every screen, generated from the bindings."""
+
     BINDINGS = [Binding("escape", "back", "Back", id="help-back")]
 
     def body(self) -> ComposeResult:
-        with VerticalScroll():
-            keys = "\n".join(f"| `{b.key}` | {b.description} | `{b.id}` |" for b in self.app.BINDINGS)
-            yield Markdown(HELP.format(keys=keys))
+        with VerticalScroll(id="help-scroll"):
+            yield Markdown(help_markdown(self.app), id="help-text")
+
+    def on_mount(self) -> None:
+        self.query_one("#help-scroll").focus()
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -1,0 +1,207 @@
+"""The app frame: keys that never fire into forms, quit that asks only when work would be lost,
+help generated from the bindings, the footer, jobs that never block the UI, and a workspace
+connection kept while in use and let go when another process asks."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+from conftest import run_cli
+from tui_support import SIZES, app_for, settle, until
+
+from workbench import Workbench
+from workbench.errors import UserError
+from workbench.tui.screens.help import help_markdown, own_bindings, screen_classes
+
+
+@pytest.fixture
+def wb(sample_workspace):
+    with Workbench.open(sample_workspace) as bench:
+        yield bench
+
+
+def name(app) -> str:
+    return type(app.screen).__name__
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_letter_keys_never_fire_from_a_focused_button_or_table_on_a_form(wb, size):
+    app = app_for(wb, "priya.raman")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.press("p")
+        await settle(pilot)
+        assert name(app) == "PinsScreen"
+        depth = len(app.screen_stack)
+        app.screen.query_one("DataTable").focus()  # a table's own row keys may act; the app's letters never
+        await pilot.press("b", "i", "x", "n", "q", "slash", "question_mark")
+        await settle(pilot)
+        assert name(app) == "PinsScreen" and len(app.screen_stack) == depth and app.is_running
+        app.screen.query("Button").first().focus()  # nothing at all fires from a button
+        await pilot.press(*"org=tidewater", *"inbox", "question_mark", "slash")
+        await settle(pilot)
+        assert name(app) == "PinsScreen" and len(app.screen_stack) == depth
+        await pilot.press("escape")
+        await settle(pilot)
+        assert name(app) == "BrowseScreen"
+
+
+async def test_letter_keys_navigate_from_a_list_but_not_from_a_text_field(wb):
+    app = app_for(wb)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        app.screen.query_one("#fragments").focus()
+        await pilot.press("i")
+        await settle(pilot)
+        assert name(app) == "InboxScreen"
+        await pilot.press("b")
+        await settle(pilot)
+        assert name(app) == "BrowseScreen"
+        field = app.screen.query("Input").first()
+        field.focus()
+        await pilot.press(*"pix")
+        await settle(pilot)
+        assert name(app) == "BrowseScreen" and field.value.endswith("pix")
+
+
+async def test_quit_with_an_unsaved_edit_asks_first(wb):
+    app = app_for(wb)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        app.open_fragment("nw-rb-psp-failover")
+        await settle(pilot)
+        await pilot.press("e")
+        await settle(pilot)
+        assert name(app) == "EditScreen"
+        await pilot.press(*"draft ")
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+        assert name(app) == "DiscardScreen" and app.is_running
+        assert "Quitting" in " ".join(str(label.render()) for label in app.screen.query("Label"))
+        await pilot.press("k")  # keep editing
+        await pilot.pause()
+        assert name(app) == "EditScreen" and app.screen.query_one("#editor").text.startswith("draft ")
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+        await pilot.press("d")
+        await until(pilot, lambda: not app.is_running or app._exit_renderables is not None or app.closing)
+        assert app.closing
+    assert wb.get("nw-rb-psp-failover", principal="marco.bianchi").version == 1  # nothing saved
+
+
+async def test_quit_without_unsaved_work_is_immediate_even_while_a_job_holds_the_workspace(wb):
+    app = app_for(wb)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        release = threading.Event()
+        app.submit(lambda: release.wait(30))  # a long job holding the workspace lock
+        await pilot.pause()
+        t = time.perf_counter()
+        await pilot.press("q")
+        await until(pilot, lambda: app.closing)
+    elapsed = time.perf_counter() - t
+    release.set()
+    assert elapsed < 1.0, elapsed
+
+
+async def test_a_job_holding_the_workspace_never_freezes_the_ui(wb):
+    app = app_for(wb)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        release = threading.Event()
+        app.submit(lambda: release.wait(30))
+        await pilot.pause()
+        app.screen.query_one("#fragments").focus()
+        t = time.perf_counter()
+        await pilot.press("question_mark")  # the UI answers while the lock is held
+        await pilot.pause()
+        assert name(app) == "HelpScreen" and time.perf_counter() - t < 2
+        await pilot.press("escape", "i")  # the inbox must wait for the workspace: it shows, then fills
+        await pilot.pause()
+        assert name(app) == "InboxScreen" and app.pending >= 1
+        release.set()
+        await settle(pilot)
+        assert app.pending == 0
+
+
+async def test_submit_delivers_only_the_newest_of_a_key_and_counts_writes(wb):
+    app = app_for(wb)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        got = []
+        gate = threading.Event()
+        app.submit(lambda: (gate.wait(10), "old")[1], done=got.append, key="k")
+        app.submit(lambda: "new", done=got.append, key="k")
+        gate.set()
+        await settle(pilot)
+        assert got == ["new"]
+        before = app.data_version
+        app.submit(lambda: None, write=True)
+        await settle(pilot)
+        assert app.data_version == before + 1
+
+        def refuse():
+            raise UserError("unknown fragment 'x'")
+        app.submit(refuse, write=True)
+        await settle(pilot)
+        assert app.data_version == before + 1
+        assert any("unknown fragment 'x'" in n.message for n in app._notifications)
+
+
+def test_help_lists_every_binding_of_every_screen_with_human_key_names(wb):
+    from workbench.tui.app import WorkbenchApp
+
+    app = WorkbenchApp(wb, principal="marco.bianchi", load_model=False)
+    text = help_markdown(app)
+    classes = screen_classes()
+    names = {c.__name__ for c in classes}
+    assert {"BrowseScreen", "SearchScreen", "FragmentScreen", "EditScreen", "PinsScreen", "InboxScreen",
+            "ExportScreen", "AntiPatternScreen", "ConflictScreen", "DiscardScreen"} <= names
+    ids = [b.id for c in [WorkbenchApp, *classes] for b in own_bindings(c)]
+    assert ids and all(ids), "every binding has an id"
+    for binding_id in ids:
+        assert f"`{binding_id}`" in text, binding_id
+    assert "| **/** | Search |" in text and "| **?** | Help |" in text and "| **^s** | Save |" in text
+    assert "slash" not in text and "question_mark" not in text
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_the_footer_shows_the_screens_keys_first_and_help_fits(wb, size):
+    from textual.widgets._footer import FooterKey
+
+    app = app_for(wb)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        app.open_fragment("nw-adr-0007-idempotency-keys")
+        await settle(pilot)
+        keys = [k for k in app.screen.query(FooterKey)]
+        screen_ids = {b.action for b in type(app.screen)._merge_bindings().key_to_bindings.get("e", [])}
+        assert keys and keys[0].action in {b.action for bs in type(app.screen)._merge_bindings().key_to_bindings.values()
+                                           for b in bs}, [k.action for k in keys[:3]]
+        assert "edit" in screen_ids
+        shown = [k for k in keys if k.region.right <= size[0] and k.region.width > 0]
+        assert "help" in {k.action for k in shown}, "the help key is on screen"
+
+
+async def test_the_workspace_is_kept_while_in_use_and_let_go_when_another_process_asks(wb, sample_workspace,
+                                                                                       tmp_path):
+    app = app_for(wb)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.pause(1.2)  # more than two ticks of the release timer: still connected
+        assert wb.store._con is not None
+        body = tmp_path / "body.md"
+        body.write_text("Edited from the CLI while the TUI was open.\n")
+        t = time.perf_counter()
+        r = await asyncio.to_thread(run_cli, "edit", "nw-rb-psp-failover", "--file", str(body), "--reason", "cli",
+                                    "--as", "marco.bianchi", workspace=sample_workspace,
+                                    env={"WORKBENCH_LOCK_TIMEOUT": "10"})
+        assert r.returncode == 0, r.stderr
+        assert time.perf_counter() - t < 8
+        assert not (sample_workspace / "workbench.duckdb.release-request").exists()
+        app.open_fragment("nw-rb-psp-failover")
+        await until(pilot, lambda: getattr(app.screen, "fragment", None) is not None)
+        assert app.screen.fragment.version == 2 and "from the CLI" in app.screen.fragment.body

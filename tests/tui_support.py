@@ -1,0 +1,53 @@
+"""Shared helpers for the TUI tests: wait for background jobs, and check what a user can see."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime
+
+from workbench.tui.app import WorkbenchApp
+
+NOW = datetime(2026, 11, 30, 12, 0)
+SMALL = (80, 24)      # a plain terminal
+LARGE = (120, 40)     # a roomy one
+SIZES = [SMALL, LARGE]
+
+
+def app_for(wb, principal="marco.bianchi", **kw) -> WorkbenchApp:
+    return WorkbenchApp(wb, principal=principal, now=NOW, load_model=False, **kw)
+
+
+async def until(pilot, condition, timeout=60.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        if loop.time() > deadline:
+            raise AssertionError("timed out waiting for the UI")
+        await pilot.pause(0.05)
+
+
+async def settle(pilot, timeout=60.0) -> None:
+    """Wait until every job submitted to the app has been delivered, then let the UI repaint."""
+    await pilot.pause()
+    await until(pilot, lambda: pilot.app.pending == 0, timeout)
+    await pilot.pause()
+
+
+def inside_screen(app, widget) -> bool:
+    """Whether the widget is displayed and its whole region lies inside the terminal."""
+    region = widget.region
+    width, height = app.size
+    return (widget.display and region.width > 0 and region.height > 0 and region.x >= 0 and region.y >= 0
+            and region.right <= width and region.bottom <= height)
+
+
+def column_visible(app, table, label: str, min_width: int = 12) -> bool:
+    """Whether the DataTable column ``label`` is on screen without scrolling, at least ``min_width`` wide."""
+    x = table.region.x - int(table.scroll_x)
+    for column in table.ordered_columns:
+        width = column.get_render_width(table)
+        if str(column.label) == label:
+            shown = min(x + width, table.region.right) - max(x, table.region.x)
+            return shown >= min(min_width, width) and x >= table.region.x
+        x += width
+    raise AssertionError(f"no column {label!r} in {[str(c.label) for c in table.ordered_columns]}")
