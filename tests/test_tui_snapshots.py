@@ -52,15 +52,5 @@ def test_search(wb, snap_compare):
     assert snap_compare(app(wb), terminal_size=SIZE, run_before=search)
 
 
-def test_inbox(wb, snap_compare):
-    assert snap_compare(app(wb, "dan.kowalski"), terminal_size=SIZE, press=["i"])
-
-
-def test_pins(wb, snap_compare):
-    wb.pin("nw-rb-psp-failover", scope="org=northwind,repo=payments-api", actor="marco.bianchi",
-           reason="PSP outages are our worst incidents", now=NOW)
-    assert snap_compare(app(wb), terminal_size=SIZE, press=["p"])
-
-
 def test_help(wb, snap_compare):
     assert snap_compare(app(wb), terminal_size=SIZE, press=["question_mark"])

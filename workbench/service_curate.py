@@ -147,17 +147,21 @@ class GraphMixin:
                         actor: str | Principal | None = None, evidence: list[str] | None = None,
                         body: str = "", tags: list[str] | None = None, fragment_id: str | None = None,
                         owner: str | None = None, allow_secret: bool = False) -> "Fragment":
-        """Create an anti-pattern (what not to do, why, what instead) as a new fragment."""
-        import re
-
-        from .ingest.importer import check_semantics, guard_secrets
+        """Create an anti-pattern (what not to do, why, what instead) as a new fragment. Without
+        ``fragment_id``, the id follows the org's convention (``nw-ap-<slug of title>``, see
+        curate/ids.py) and never collides: ``-2``, ``-3``, ... are appended when it is taken."""
+        from .curate.ids import new_id
         from .ingest.files import ParsedFragment, check_fragment_id, content_from_data
+        from .ingest.importer import check_semantics, guard_secrets
         from .schemas import validate
 
         who = self.principal(actor)
         where = Scope.parse(scope) if isinstance(scope, str) else scope
-        slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:60] or "anti-pattern"
-        fid = fragment_id or f"{where.org[:12]}-ap-{slug}"
+        fid = fragment_id
+        if not fid:
+            rows = self.store.summaries()  # (id, kind, title, owner, org, ...): light rows, no bodies
+            fid = new_id(title, org=where.org, org_ids=[(r[0], r[1]) for r in rows if r[4] == where.org],
+                         taken={r[0] for r in rows})
         check_fragment_id(fid, file="<antipattern>")
         existing = self.store.get(fid)
         if existing is not None:

@@ -34,10 +34,8 @@ from ..errors import WorkbenchError
 
 def plain(message: str) -> str:
     """The core's message in the TUI's words (no CLI flags); see tui/messages.py."""
-    try:
-        from .messages import plain as translate
-    except ImportError:  # pragma: no cover - during the move to messages.py
-        return message
+    from .messages import plain as translate
+
     return translate(message)
 
 
@@ -277,7 +275,7 @@ class WorkbenchApp(App):
             self.refresh_screen()
 
         def failed(e: WorkbenchError) -> None:
-            self.end_job(e.message, "error")
+            self.end_job(plain(e.message), "error")
 
         self.submit(fn, self.job_progress, done=done, failed=failed, write=write)
 

@@ -1,49 +1,76 @@
-"""Anti-pattern: a form for the don't / why / instead fields."""
+"""New anti-pattern: a form for don't / why / instead, saved as a fragment agents are told to avoid.
+
+Its id follows the workspace's convention (``nw-ap-<slug of the title>``), chosen by the core.
+The form scrolls when the terminal is short; ctrl+s creates from anywhere in it.
+"""
 
 from __future__ import annotations
 
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
-from textual.widgets import Button, Input, Label, Static
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Button, Input, Static
 
 from ...errors import WorkbenchError
+from ..messages import plain
 from .base import WbScreen
 
-FIELDS = (("title", "Title: a short name for the mistake"), ("dont", "Don't: what not to do"),
-          ("why", "Why: the harm it causes (cite incidents)"), ("instead", "Instead: what to do"),
-          ("evidence", "Evidence: incident refs or fragment ids, space-separated (optional)"),
-          ("scope", "Scope: org=ORG[,repo=R][,persona=P]"))
+# (field, label, placeholder)
+FIELDS = (("title", "Title", "a short name for the mistake"),
+          ("dont", "Don't", "what not to do"),
+          ("why", "Why", "the harm it causes (cite incidents)"),
+          ("instead", "Instead", "what to do instead"),
+          ("evidence", "Evidence (optional)", "incident refs or fragment ids, space-separated"),
+          ("scope", "Scope", "org=ORG[,repo=R][,persona=P]"))
+REQUIRED = ("title", "dont", "why", "instead", "scope")
 
 
 class AntiPatternScreen(WbScreen):
+    """New anti-pattern: don't / why / instead; ctrl+s creates it."""
 
+    FORM = True
     DEFAULT_CSS = """
-    .form { height: auto; }
-    .form Input { margin: 0 1; width: 1fr; }
-    .form Button { width: auto; margin: 0 1; }
-    .form Label { padding: 0 1; margin-top: 1; }
-    #errors { height: auto; }
+    AntiPatternScreen #ap-form { height: 1fr; }
+    AntiPatternScreen #ap-form Input { width: 1fr; }
+    AntiPatternScreen .ap-row { height: auto; }
+    AntiPatternScreen #ap-scope { width: 2fr; }
+    AntiPatternScreen #ap-evidence { width: 3fr; }
+    AntiPatternScreen #errors { height: auto; }
+    AntiPatternScreen #ap-actions { height: auto; }
+    AntiPatternScreen #ap-actions Button { width: auto; margin: 0 1; }
+    AntiPatternScreen #ap-actions Static { width: 1fr; padding: 1 1 0 1; }
     """
     BINDINGS = [
         Binding("ctrl+s", "create", "Create", id="antipattern-create", priority=True),
         Binding("escape", "back", "Back", id="antipattern-back"),
     ]
 
+    creating = False  # a create is running: a second ctrl+s must not make a second fragment
+
     def body(self) -> ComposeResult:
         yield Static("New anti-pattern: negative context for agents", classes="pane-title")
-        with VerticalScroll(classes="form"):
-            for name, label in FIELDS:
-                yield Label(label)
-                yield Input(id=f"ap-{name}")
-            yield Static("", id="errors", classes="error")
-            yield Button("Create anti-pattern", id="create", variant="primary")
+        with VerticalScroll(id="ap-form"):
+            for name, label, hint in FIELDS[:4]:
+                yield self._field(name, label, hint)
+            with Horizontal(classes="ap-row"):
+                for name, label, hint in FIELDS[4:]:
+                    yield self._field(name, label, hint)
+            yield Static("", id="errors", classes="error", markup=False)
+            with Horizontal(id="ap-actions"):
+                yield Button("Create anti-pattern", id="create", variant="primary")
+                yield Static("^s creates it · esc leaves, saving nothing", classes="hint")
+
+    @staticmethod
+    def _field(name: str, label: str, hint: str) -> Input:
+        field = Input(placeholder=hint, id=f"ap-{name}")
+        field.border_title = label
+        return field
 
     def on_mount(self) -> None:
-        orgs = self.me.orgs
-        if orgs:
-            self.query_one("#ap-scope", Input).value = f"org={orgs[0]}"
+        led = [str(s) for s in self.me.lead_of]
+        scope = led[0] if led else (f"org={self.me.orgs[0]}" if self.me.orgs else "")
+        self.query_one("#ap-scope", Input).value = scope
         self.query_one("#ap-title", Input).focus()
 
     @on(Button.Pressed, "#create")
@@ -51,22 +78,32 @@ class AntiPatternScreen(WbScreen):
         self.action_create()
 
     def action_create(self) -> None:
-        values = {name: self.query_one(f"#ap-{name}", Input).value.strip() for name, _ in FIELDS}
-        missing = [name for name in ("title", "dont", "why", "instead", "scope") if not values[name]]
+        if self.creating:
+            return
+        values = {name: self.query_one(f"#ap-{name}", Input).value.strip() for name, _, _ in FIELDS}
+        missing = [name for name in REQUIRED if not values[name]]
         errors = self.query_one("#errors", Static)
         if missing:
             errors.update(f"Required: {', '.join(missing)}")
+            self.query_one(f"#ap-{missing[0]}", Input).focus()
             return
-        try:
-            f = self.app.call(self.wb.add_antipattern, title=values["title"], dont=values["dont"], why=values["why"],
-                              instead=values["instead"], scope=values["scope"], actor=self.me,
-                              evidence=values["evidence"].split() or None)
-        except WorkbenchError as e:
-            errors.update(e.message)
-            return
-        self.notify(f"created {f.id}")
-        self.app.pop_screen()
-        self.app.open_fragment(f.id)
+        errors.update("")
+        self.creating = True
+
+        def created(f) -> None:
+            self.creating = False
+            self.notify(f"created {f.id}")
+            self.app.pop_screen()
+            self.app.open_fragment(f.id)
+
+        def failed(e: WorkbenchError) -> None:
+            self.creating = False
+            errors.update(plain(e.message))
+            errors.scroll_visible()
+        self.app.submit(self.wb.add_antipattern, title=values["title"], dont=values["dont"], why=values["why"],
+                        instead=values["instead"], scope=values["scope"], actor=self.me,
+                        evidence=values["evidence"].split() or None, done=created, failed=failed,
+                        label="creating the anti-pattern…", write=True)
 
     def action_back(self) -> None:
         self.app.pop_screen()

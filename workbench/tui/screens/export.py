@@ -1,6 +1,15 @@
-"""Export: choose a scope and a format, preview it, then write it (in a worker)."""
+"""Export: choose a scope (or a curated set) and a format, preview every planned file, then write.
+
+The form is two labelled rows (what, then where); the preview fills the rest of the screen.
+Writing into a folder that already holds files (an earlier export) asks first, then overwrites.
+Previews and writes run off the UI thread (``app.submit``), the write with a progress bar.
+"""
 
 from __future__ import annotations
+
+from itertools import islice
+from pathlib import Path
+from typing import Any
 
 from textual import on
 from textual.app import ComposeResult
@@ -8,101 +17,224 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Button, Input, Select, Static, TextArea
 
+from ...errors import UserError, WorkbenchError
+from ..messages import plain
 from .base import WbScreen
 
 FORMATS = [("AGENTS.md", "agents-md"), ("CLAUDE.md", "claude-md"), ("Cursor rules (.mdc)", "cursor-rules"),
-           ("llms.txt", "llms-txt"), ("bundle (needs a set)", "bundle"),
-           ("fragment files (markdown + front matter)", "fragment-files")]
+           ("llms.txt", "llms-txt"), ("bundle (a set)", "bundle"), ("fragment files", "fragment-files")]
+BUNDLE_NEEDS_A_SET = "a bundle exports a curated set: type the set's name"
+
+
+def labelled(widget, label: str):
+    """A field whose label sits in its top border: one row of the form, no extra line."""
+    widget.border_title = label
+    return widget
+
+
+def plan_export(wb, fmt: str, scope: str | None, set_name: str | None, principal) -> list[tuple[str, str]]:
+    """(path, text) of every file the export would write, without writing. Runs in a job."""
+    scope = scope or _set_scope(wb, set_name, principal)
+    if fmt == "fragment-files":
+        return wb.preview_files(scope=scope, principal=principal)
+    if fmt == "bundle":
+        if not set_name:
+            raise UserError(BUNDLE_NEEDS_A_SET)
+        members = wb.set_fragments(set_name, principal=principal)
+        listing = "\n".join(f"{f.id} v{f.version}  {f.title}" for f in members) or "(the set is empty)"
+        return [(f"fragments.jsonl ({len(members)} fragments)", listing)]
+    if scope is None:
+        raise UserError("type a scope (or a set) to export for")
+    files, _ = wb.render_agents(fmt, scope=scope, principal=principal, set_name=set_name)
+    return sorted(files.items())
+
+
+def _set_scope(wb, set_name: str | None, principal) -> str | None:
+    if not set_name:
+        return None
+    found = wb.set_show(set_name, principal=principal)
+    return ",".join(f"{k}={v}" for k, v in found["scope"].items() if v)
+
+
+def write_export(wb, fmt: str, folder: str, scope: str | None, set_name: str | None, principal, *,
+                 force: bool, progress) -> str:
+    """Write the export into ``folder`` (``force``: over an earlier one); the closing message."""
+    scope = scope or _set_scope(wb, set_name, principal)
+    if fmt == "fragment-files":
+        written = wb.export_files(folder, scope=scope, principal=principal, progress=progress, force=force)
+        return f"wrote {len(written)} files to {folder}"
+    if fmt == "bundle":
+        if not set_name:
+            raise UserError(BUNDLE_NEEDS_A_SET)
+        manifest = wb.export_bundle(set_name, folder, principal=principal, force=force)
+        return f"wrote a bundle of {manifest['fragments']} fragments to {folder}"
+    if scope is None:
+        raise UserError("type a scope (or a set) to export for")
+    result = wb.export_agents(fmt, folder, scope=scope, principal=principal, set_name=set_name, force=force)
+    names = [f for f in result["files"] if f != result["manifest"]]  # the manifest is bookkeeping
+    what = ", ".join(names) if len(names) <= 3 else f"{len(names)} files"
+    pruned = f" (removed {len(result['pruned'])} no longer exported)" if result["pruned"] else ""
+    return f"wrote {what} to {folder}{pruned}"
+
+
+def folder_holds(folder: Path, show: int = 4) -> list[str] | None:
+    """None when writing into ``folder`` cannot replace anything (missing or empty), else the
+    names of its first entries."""
+    try:
+        if not folder.is_dir():
+            return None
+        return sorted(p.name for p in islice(folder.iterdir(), show + 1)) or None
+    except OSError:
+        return None
 
 
 class ExportScreen(WbScreen):
+    """Export: preview and write agent files, fragment files or a bundle."""
 
+    FORM = True
     DEFAULT_CSS = """
-    .form { height: auto; }
-    .form Input { margin: 0 1; width: 1fr; }
-    .form Select { width: 40; }
-    .form Button { width: auto; margin: 0 1; }
-    #preview { height: 1fr; border-top: solid $primary-background; }
+    ExportScreen .export-row { height: auto; }
+    ExportScreen .export-row Input { width: 1fr; }
+    ExportScreen #export-scope { width: 2fr; }
+    ExportScreen #export-format { width: 26; }
+    ExportScreen .export-row Button { width: auto; min-width: 10; }
+    ExportScreen #export-file { width: 1fr; }
+    ExportScreen #export-summary { width: 1fr; height: 3; padding: 1 1 0 1; }
+    ExportScreen #preview-text { height: 1fr; min-height: 4; }
     """
     BINDINGS = [
-        Binding("escape", "back", "Back", id="export-back"),
         Binding("ctrl+r", "preview", "Preview", id="export-preview"),
+        Binding("ctrl+s", "write", "Write", id="export-write"),
+        Binding("escape", "back", "Back", id="export-back"),
     ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.plan: list[tuple[str, str]] = []
 
     def body(self) -> ComposeResult:
         yield Static("Export: what agents and other tools will receive", classes="pane-title")
-        with Horizontal(classes="form"):
-            yield Input(placeholder="scope, e.g. org=northwind,repo=ledger", id="export-scope")
-            yield Input(placeholder="or a curated set", id="export-set")
+        with Horizontal(classes="export-row", id="export-what"):
+            yield labelled(Input(placeholder="org=northwind,repo=ledger", id="export-scope"), "Scope")
+            yield labelled(Input(placeholder="or a curated set", id="export-set"), "Set")
             yield Select(FORMATS, value="agents-md", allow_blank=False, id="export-format")
-            yield Button("Preview", id="preview")
-        with Horizontal(classes="form"):
-            yield Input(placeholder="write into folder", id="export-dir")
-            yield Button("Write", id="write", variant="primary")
-        yield Static("", id="export-summary", classes="hint")
-        yield TextArea("", id="preview", read_only=True)
+        with Horizontal(classes="export-row", id="export-where"):
+            yield labelled(Input(placeholder="a folder, e.g. out/agents", id="export-dir"), "Write into folder")
+            yield Button("Preview", id="preview-button")
+            yield Button("Write", id="write-button", variant="primary")
+        with Horizontal(classes="export-row", id="export-files"):
+            yield Select([], prompt="planned files", id="export-file")
+            yield Static("Preview (^r) lists the files the export writes; Write (^s) writes them.",
+                         id="export-summary", classes="hint", markup=False)
+        yield TextArea("", id="preview-text", read_only=True, soft_wrap=True)
 
-    def _scope(self) -> str | None:
-        scope = self.query_one("#export-scope", Input).value.strip() or None
-        if scope is None and self._set():
-            found = self.app.attempt(self.wb.set_show, self._set(), principal=self.me)
-            if found:
-                scope = ",".join(f"{k}={v}" for k, v in found["scope"].items() if v)
-        return scope
+    def on_mount(self) -> None:
+        self.query_one("#export-format", Select).query_one("SelectCurrent").border_title = "Format"
+        self.query_one("#export-file", Select).query_one("SelectCurrent").border_title = "Showing"
+        led = [str(s) for s in self.me.lead_of] or [f"org={o}" for o in self.me.orgs]
+        if led:
+            self.query_one("#export-scope", Input).value = led[0]
+        self.query_one("#export-scope", Input).focus()
 
-    def _set(self) -> str | None:
-        return self.query_one("#export-set", Input).value.strip() or None
+    # -- the form ------------------------------------------------------------------------
+
+    def _value(self, selector: str) -> str | None:
+        return self.query_one(selector, Input).value.strip() or None
 
     def _format(self) -> str:
         return self.query_one("#export-format", Select).value
 
-    def _plan(self) -> list[tuple[str, str]] | None:
-        fmt, scope, set_name = self._format(), self._scope(), self._set()
-        if fmt == "fragment-files":
-            return self.app.attempt(self.wb.preview_files, scope=scope, principal=self.me)
-        if fmt == "bundle":
-            if not set_name:
-                self.notify("a bundle exports a curated set: type its name", severity="error")
-                return None
-            members = self.app.attempt(self.wb.set_fragments, set_name, principal=self.me)
-            return None if members is None else [(f"{f.id} v{f.version}", f.title) for f in members]
-        if scope is None:
-            self.notify("type a scope (or a set) to export for", severity="error")
-            return None
-        made = self.app.attempt(self.wb.render_agents, fmt, scope=scope, principal=self.me, set_name=set_name)
-        return None if made is None else sorted(made[0].items())
+    def _failed(self, e: WorkbenchError) -> None:
+        message = plain(e.message)
+        self.query_one("#export-summary", Static).update(f"Not done: {message}")
+        self.notify(message, title="Not done", severity="error", timeout=8)
 
-    @on(Button.Pressed, "#preview")
+    # -- preview -------------------------------------------------------------------------
+
+    @on(Button.Pressed, "#preview-button")
+    @on(Input.Submitted, "#export-scope")
+    @on(Input.Submitted, "#export-set")
     def _preview_pressed(self) -> None:
         self.action_preview()
 
     def action_preview(self) -> None:
-        plan = self._plan()
-        if plan is None:
-            return
-        summary = f"{len(plan)} files" + (f", first: {plan[0][0]}" if plan else "")
-        self.query_one("#export-summary", Static).update(summary)
-        self.query_one("#preview", TextArea).load_text(plan[0][1] if plan else "(nothing to export)")
+        fmt, scope, set_name = self._format(), self._value("#export-scope"), self._value("#export-set")
+        self.app.submit(plan_export, self.wb, fmt, scope, set_name, self.me, done=self._show_plan,
+                        failed=self._failed, label="preparing the preview…", key="export-preview")
 
-    @on(Button.Pressed, "#write")
+    def _show_plan(self, plan: list[tuple[str, str]]) -> None:
+        self.plan = plan
+        files = self.query_one("#export-file", Select)
+        files.set_options([(path, i) for i, (path, _) in enumerate(plan)])
+        where = self._value("#export-scope") or self._value("#export-set") or ""
+        if plan:
+            files.value = 0
+            self.query_one("#export-summary", Static).update(
+                f"1 file planned for {where}: {plan[0][0]}" if len(plan) == 1
+                else f"{len(plan)} files planned for {where}: choose one in Showing to preview it")
+        else:
+            self.query_one("#export-summary", Static).update(f"nothing to export for {where}")
+            self.query_one("#preview-text", TextArea).load_text("(nothing to export)")
+
+    @on(Select.Changed, "#export-file")
+    def _file_chosen(self, event: Select.Changed) -> None:
+        if isinstance(event.value, int) and 0 <= event.value < len(self.plan):
+            self.query_one("#preview-text", TextArea).load_text(self.plan[event.value][1])
+
+    # -- write ---------------------------------------------------------------------------
+
+    @on(Button.Pressed, "#write-button")
     @on(Input.Submitted, "#export-dir")
-    def _write(self) -> None:
-        folder = self.query_one("#export-dir", Input).value.strip()
-        if not folder:
-            self.notify("Which folder? Type a path to write into.", severity="error")
-            return
-        fmt, scope, set_name, me = self._format(), self._scope(), self._set(), self.me
+    def _write_pressed(self) -> None:
+        self.action_write()
 
-        def job(progress) -> str:
-            if fmt == "fragment-files":
-                written = self.wb.export_files(folder, scope=scope, principal=me, progress=progress)
-                return f"wrote {len(written)} files to {folder}"
-            if fmt == "bundle":
-                manifest = self.wb.export_bundle(set_name or "", folder, principal=me)
-                return f"wrote a bundle of {manifest['fragments']} fragments to {folder}"
-            result = self.wb.export_agents(fmt, folder, scope=scope or "", principal=me, set_name=set_name)
-            return f"wrote {len(result['files'])} files to {folder}"
-        self.app.run_job(f"exporting to {folder}", job)
+    def action_write(self) -> None:
+        folder = self._value("#export-dir")
+        if not folder:
+            self.query_one("#export-summary", Static).update("Which folder? Type a path to write into.")
+            self.query_one("#export-dir", Input).focus()
+            return
+        if self._format() == "bundle" and not self._value("#export-set"):
+            self.query_one("#export-summary", Static).update(BUNDLE_NEEDS_A_SET)
+            self.query_one("#export-set", Input).focus()
+            return
+        held = folder_holds(Path(folder))
+        if held is None:
+            self.write(folder, force=False)
+            return
+        from .prompt import ConfirmScreen
+
+        shown = ", ".join(held[:4]) + (", …" if len(held) > 4 else "")
+        question = ConfirmScreen(
+            "Overwrite the earlier export?",
+            f"{folder} already holds files ({shown}). Writing replaces the files this export writes and "
+            "removes the ones an earlier export of this kind wrote and this one no longer does; other files "
+            "are left alone.", yes="Overwrite", no="Cancel")
+
+        def answered(overwrite: bool | None) -> None:
+            if overwrite:
+                self.write(folder, force=True)
+            else:
+                self.query_one("#export-summary", Static).update(f"Not written: {folder} was left as it was.")
+        self.app.push_screen(question, answered)
+
+    def write(self, folder: str, *, force: bool) -> None:
+        """Write in a job with a progress bar; the outcome shows in the summary line too."""
+        fmt, scope, set_name, me = self._format(), self._value("#export-scope"), self._value("#export-set"), self.me
+        label = f"exporting to {folder}"
+        self.app.start_job(label)
+
+        def done(message: str) -> None:
+            self.app.end_job(message)
+            self.query_one("#export-summary", Static).update(message)
+
+        def failed(e: WorkbenchError) -> None:
+            self.app.end_job()
+            self._failed(e)
+
+        def job(progress: Any) -> str:
+            return write_export(self.wb, fmt, folder, scope, set_name, me, force=force, progress=progress)
+        self.app.submit(job, self.app.job_progress, done=done, failed=failed, write=True)
 
     def action_back(self) -> None:
         self.app.pop_screen()

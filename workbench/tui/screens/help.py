@@ -48,7 +48,8 @@ def screen_classes() -> list[type[Screen]]:
 def screen_title(cls: type) -> str:
     name = cls.__name__.removesuffix("Screen")
     return {"AntiPattern": "New anti-pattern", "Discard": "Discard changes? (dialog)",
-            "Conflict": "Edit conflict (dialog)", "Prompt": "Prompt (dialog)"}.get(name, name)
+            "Conflict": "Edit conflict (dialog)", "Prompt": "Prompt (dialog)",
+            "Confirm": "Confirm (dialog)"}.get(name, name)
 
 
 def own_bindings(cls: type) -> Iterator[Binding]:

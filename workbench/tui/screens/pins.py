@@ -1,98 +1,251 @@
-"""Pins: the manager for the scopes the user leads. Non-leads see why they cannot pin."""
+"""Pins: pin a fragment in a scope you lead (it then always reaches agents working there), or unpin.
+
+A fragment is picked by id or title, with completion over what you can see; an optional
+``until`` date ends the pin on its own. Non-leads see who may pin and why they cannot.
+"""
 
 from __future__ import annotations
+
+from datetime import datetime
 
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import Button, DataTable, Input, Select, Static
+from textual.suggester import SuggestFromList
+from textual.validation import Function
+from textual.widgets import Button, DataTable, Input, Select, Static, TextArea
 
+from ...errors import WorkbenchError
+from ..messages import plain
 from .base import WbScreen
+
+ID_WIDTH, TITLE_WIDTH = 26, 32
+
+
+def clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def load(wb, me) -> tuple[list, list]:
+    """(pins in the scopes ``me`` leads, or all pins ``me`` sees; the fragments ``me`` may pick)."""
+    pins = wb.pins(principal=me)
+    return [p for p in pins if me.leads(p.scope)] or pins, wb.browse(principal=me)
+
+
+def parse_until(text: str, now: datetime) -> datetime | str | None:
+    """The until date typed (None when empty), or why it is not one (a str)."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        day = datetime.strptime(text, "%Y-%m-%d")
+    except ValueError:
+        return "until: a date like 2027-01-31 (YYYY-MM-DD), or leave it empty"
+    if day <= now:
+        return f"until: {text} is not in the future"
+    return day
 
 
 class PinsScreen(WbScreen):
+    """Pins: the pins in the scopes you lead; pin by id or title, unpin with u."""
 
+    FORM = True
     DEFAULT_CSS = """
-    .form { height: auto; }
-    .form Input { margin: 0 1; width: 1fr; }
-    .form Select { width: 40; }
-    .form Button { width: auto; margin: 0 1; }
-    #errors { height: auto; }
+    PinsScreen #pins { height: 1fr; min-height: 4; }
+    PinsScreen .pin-row { height: auto; }
+    PinsScreen .pin-row Input { width: 1fr; }
+    PinsScreen #pin-id { width: 1fr; }
+    PinsScreen #pin-scope { width: 1fr; }
+    PinsScreen #pin-scope SelectCurrent #label { text-wrap: nowrap; text-overflow: ellipsis; }
+    PinsScreen #pin-until { width: 24; }
+    PinsScreen .pin-row Button { width: auto; min-width: 8; }
+    PinsScreen #pin-detail { height: auto; max-height: 2; }
+    PinsScreen #errors { height: auto; }
     """
     BINDINGS = [
-        Binding("escape", "back", "Back", id="pins-back"),
         Binding("u", "unpin", "Unpin", id="pins-unpin"),
+        Binding("ctrl+s", "pin", "Pin", id="pins-pin"),
+        Binding("escape", "back", "Back", id="pins-back"),
     ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pins: list = []
+        self.titles: dict[str, str] = {}      # id → title of every fragment the user may pick
+        self.by_title: dict[str, list[str]] = {}
 
     def body(self) -> ComposeResult:
         yield Static("Pins: a pinned fragment always reaches agents working in its scope", classes="pane-title")
-        yield Static("", id="pins-who", classes="hint")
-        yield DataTable(id="pins", cursor_type="row")
-        with Horizontal(classes="form"):
-            yield Input(placeholder="fragment id to pin", id="pin-id")
-            yield Select([], prompt="scope", id="pin-scope")
-            yield Input(placeholder="reason", id="pin-reason")
+        yield Static("", id="pins-who", classes="hint", markup=False)
+        yield DataTable(id="pins", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="pin-detail", classes="hint", markup=False)
+        with Horizontal(classes="pin-row", id="pin-what"):
+            picker = Input(placeholder="type an id or a title; → completes", id="pin-id",
+                           validators=[Function(self._known, "not a fragment you can see")],
+                           validate_on=["changed", "submitted"])
+            picker.border_title = "Fragment"
+            yield picker
+            scope = Select([], prompt="no scope you lead", id="pin-scope")
+            yield scope
+        with Horizontal(classes="pin-row", id="pin-how"):
+            until = Input(placeholder="optional", id="pin-until", max_length=10,
+                          validators=[Function(lambda v: not isinstance(parse_until(v, self.app.clock()), str),
+                                               "a future date, YYYY-MM-DD")],
+                          validate_on=["changed", "submitted"])
+            until.border_title = "Until (YYYY-MM-DD)"
+            yield until
+            reason = Input(placeholder="why agents must always see it", id="pin-reason")
+            reason.border_title = "Reason"
+            yield reason
             yield Button("Pin", id="pin", variant="primary")
-        yield Static("", id="errors", classes="error")
+        yield Static("", id="errors", classes="error", markup=False)
 
     def on_mount(self) -> None:
-        self.query_one("#pins", DataTable).add_columns("id", "scope", "pinned by", "at", "until", "reason")
+        self.query_one("#pins", DataTable).add_columns("id", "title", "scope", "until", "pinned by", "at", "reason")
+        self.query_one("#pin-scope", Select).query_one("SelectCurrent").border_title = "Scope"
         led = [str(s) for s in self.me.lead_of]
         select = self.query_one("#pin-scope", Select)
         select.set_options([(s, s) for s in led])
+        who = self.query_one("#pins-who", Static)
         if led:
             select.value = led[0]
-            self.query_one("#pins-who", Static).update(f"{self.me.name} leads: {', '.join(led)}")
+            who.update(f"{self.me.name} leads: {', '.join(led)}")
+            self.query_one("#pin-id", Input).focus()
         else:
-            self.query_one("#pins-who", Static).update(
-                f"{self.me.name} is not a tech lead of any scope, so cannot pin: pins are set by the tech leads "
-                "named in workbench.yaml (lead_of).")
+            who.update(f"{self.me.name} is not a tech lead of any scope, so cannot pin: pins are set by the tech "
+                       "leads named in workbench.yaml (lead_of).")
+            self.query_one("#pins", DataTable).focus()
         self.reload()
 
     def reload(self) -> None:
-        pins = self.app.call(self.wb.pins, principal=self.me)
-        self.pins = [p for p in pins if self.me.leads(p.scope)] or pins
+        self.app.submit(load, self.wb, self.me, done=self._loaded, label="loading pins…", key="pins-load")
+
+    def _loaded(self, loaded: tuple[list, list]) -> None:
+        self.pins, rows = loaded
+        self.titles = {r.id: r.title for r in rows}
+        self.by_title = {}
+        for r in rows:
+            self.by_title.setdefault(r.title.lower(), []).append(r.id)
+        self.query_one("#pin-id", Input).suggester = SuggestFromList(
+            [*sorted(self.titles), *sorted({r.title for r in rows})], case_sensitive=False)
         table = self.query_one("#pins", DataTable)
         table.clear()
         for p in self.pins:
-            table.add_row(p.fragment_id, str(p.scope), p.pinned_by, f"{p.pinned_at:%Y-%m-%d}",
-                          f"{p.until:%Y-%m-%d}" if p.until else "-", p.reason or "")
+            table.add_row(clip(p.fragment_id, ID_WIDTH), clip(self.titles.get(p.fragment_id, ""), TITLE_WIDTH),
+                          str(p.scope), f"{p.until:%Y-%m-%d}" if p.until else "-", p.pinned_by,
+                          f"{p.pinned_at:%Y-%m-%d}", p.reason or "")
+        self._show_detail()
+
+    # -- the picker ----------------------------------------------------------------------
+
+    def _resolve(self, text: str) -> str | None:
+        """The id of the fragment typed (its id, or a title that names one fragment)."""
+        text = text.strip()
+        if text in self.titles:
+            return text
+        ids = self.by_title.get(text.lower(), [])
+        return ids[0] if len(ids) == 1 else None
+
+    def _known(self, text: str) -> bool:
+        return not text.strip() or not self.titles or self._resolve(text) is not None
+
+    @on(Input.Changed, "#pin-id")
+    def _picked(self, event: Input.Changed) -> None:
+        """Say which fragment the text names, in the field's bottom border."""
+        fid = self._resolve(event.value)
+        if fid:
+            event.input.border_subtitle = fid if event.value.strip() != fid else clip(self.titles[fid], 60)
+        elif event.value.strip():
+            event.input.border_subtitle = "no match yet: → accepts the suggestion"
+        else:
+            event.input.border_subtitle = ""
+
+    # -- the table -----------------------------------------------------------------------
+
+    @on(DataTable.RowHighlighted, "#pins")
+    def _show_detail(self) -> None:
+        detail = self.query_one("#pin-detail", Static)
+        pin = self._highlighted()
+        if pin is None:
+            detail.update("No pins in force in your scopes." if self.me.lead_of else "No pins you can see.")
+            return
+        detail.update(f"{pin.fragment_id} · {self.titles.get(pin.fragment_id, '')} · {pin.scope}"
+                      + (f" · until {pin.until:%Y-%m-%d}" if pin.until else "")
+                      + (f" · {pin.reason}" if pin.reason else "") + " · u unpins (from the table)")
+
+    def _highlighted(self):
+        table = self.query_one("#pins", DataTable)
+        if not self.pins or not 0 <= table.cursor_row < len(self.pins):
+            return None
+        return self.pins[table.cursor_row]
+
+    # -- pin and unpin -------------------------------------------------------------------
 
     @on(Button.Pressed, "#pin")
     @on(Input.Submitted, "#pin-reason")
-    def _pin(self) -> None:
-        fid = self.query_one("#pin-id", Input).value.strip()
-        scope = self.query_one("#pin-scope", Select).value
+    @on(Input.Submitted, "#pin-until")
+    @on(Input.Submitted, "#pin-id")
+    def _pin_pressed(self) -> None:
+        self.action_pin()
+
+    def action_pin(self) -> None:
         errors = self.query_one("#errors", Static)
-        if not fid:
-            errors.update("Which fragment? Type its id.")
-            return
+        scope = self.query_one("#pin-scope", Select).value
         if scope is Select.NULL:
             errors.update(f"{self.me.name} is not a tech lead of any scope: only tech leads may pin.")
             return
-        from ...errors import WorkbenchError
-
-        try:
-            self.app.call(self.wb.pin, fid, scope=scope, actor=self.me,
-                          reason=self.query_one("#pin-reason", Input).value or None)
-        except WorkbenchError as e:
-            errors.update(e.message)
+        typed = self.query_one("#pin-id", Input).value
+        fid = self._resolve(typed)
+        if fid is None:
+            errors.update("Which fragment? Type its id or title (→ completes a suggestion)." if not typed.strip()
+                          else f"{typed.strip()!r} is not the id or title of a fragment you can see.")
             return
+        until = parse_until(self.query_one("#pin-until", Input).value, self.app.clock())
+        if isinstance(until, str):
+            errors.update(until)
+            return
+        reason = self.query_one("#pin-reason", Input).value.strip() or None
         errors.update("")
-        self.notify(f"pinned {fid} in {scope}")
-        self.reload()
+
+        def pinned(_pin) -> None:
+            for name in ("#pin-id", "#pin-until", "#pin-reason"):
+                self.query_one(name, Input).value = ""
+            self.notify(f"pinned {fid} in {scope}" + (f" until {until:%Y-%m-%d}" if until else ""))
+            self.query_one("#pin-id", Input).focus()
+            self.reload()
+
+        self.app.submit(self.wb.pin, fid, scope=scope, actor=self.me, reason=reason, until=until,
+                        now=self.app.clock(), done=pinned, failed=self._failed, label="pinning…", write=True)
+
+    def _failed(self, e: WorkbenchError) -> None:
+        self.query_one("#errors", Static).update(plain(e.message))
 
     def action_unpin(self) -> None:
-        table = self.query_one("#pins", DataTable)
-        if not self.pins:
+        pin = self._highlighted()
+        if pin is None:
             return
-        pin = self.pins[table.cursor_row]
-        if self.app.attempt(self.wb.unpin, pin.fragment_id, scope=pin.scope, actor=self.me) is None and \
-                not self.me.leads(pin.scope):
-            return
+        from .prompt import ConfirmScreen
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.app.submit(self.wb.unpin, pin.fragment_id, scope=pin.scope, actor=self.me,
+                                done=lambda _: self._unpinned(pin), failed=self._failed, label="unpinning…",
+                                write=True)
+        self.app.push_screen(ConfirmScreen(
+            "Unpin?", f"Unpin {pin.fragment_id} from {pin.scope}? Agents working there will then get it only "
+            "when it ranks.", yes="Unpin", no="Keep"), answered)
+
+    def _unpinned(self, pin) -> None:
         self.notify(f"unpinned {pin.fragment_id} from {pin.scope}")
         self.reload()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """``u`` never fires while a field or a button has focus (it is typed there)."""
+        return not (action == "unpin" and isinstance(self.focused, (Input, TextArea, Button)))
+
+    def commands(self):
+        return [("Unpin the highlighted pin", self.action_unpin)]
 
     def action_back(self) -> None:
         self.app.pop_screen()
