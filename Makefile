@@ -7,7 +7,7 @@ DEMO   := .workbench
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test test-fast install workspace clean
+.PHONY: demo test test-fast install workspace clean browser
 
 install: $(STAMP)
 
@@ -38,8 +38,15 @@ demo: workspace
 	@if [ -t 0 ] && [ -t 1 ]; then $(WB) tui --as marco.bianchi; \
 	 else echo; echo "(not a terminal: run '$(WB) tui' to open the TUI)"; fi
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/python -m pytest -q
+
+# Headless Chromium (Debian's package) for the test that opens `workbench serve` in a real browser;
+# installed when absent and possible (root with apt-get), otherwise that test is skipped with the reason.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	  { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; } \
+	  || echo "chromium is not installed and cannot be here: the browser tests will be skipped"; }
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow"

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import shlex
-import sys
 
 from .main import command
 
@@ -29,22 +27,14 @@ def _tui(args):
 
 @command("serve")
 def _serve(args):
-    from pathlib import Path
-
-    from textual_serve.server import Server
-
-    from ..config import resolve_workspace
+    from ..config import CONFIG_NAME, WorkspaceConfig, resolve_workspace
     from ..errors import UserError, WorkspaceMissing
+    from ..tui.serve import serve
 
     if not 0 < args.port < 65536:
         raise UserError(f"--port {args.port} is not a port number")
     root = resolve_workspace(args.workspace)
-    if not (root / "workbench.yaml").is_file():
+    if not (root / CONFIG_NAME).is_file():
         raise WorkspaceMissing(f"no workspace at {root} (run `workbench init` first)")
-    parts = [sys.executable, "-m", "workbench", "--workspace", str(root), "tui"]
-    if args.principal:
-        parts += ["--as", args.principal]
-    print(f"serving the workbench UI on http://127.0.0.1:{args.port} (ctrl+c stops)", flush=True)
-    Server(shlex.join(parts), host="127.0.0.1", port=args.port, title="workbench",
-           statics_path=Path(__import__("textual_serve").__file__).parent / "static",
-           templates_path=Path(__import__("textual_serve").__file__).parent / "templates").serve()
+    WorkspaceConfig.load(root / CONFIG_NAME).principal(args.principal)  # an unknown --as fails here, not in the page
+    serve(root, args.principal, port=args.port)
