@@ -59,7 +59,7 @@ class WorkbenchApp(App):
         Binding("n", "new_antipattern", "Anti-pattern", id="new-antipattern", show=False),
         Binding("x", "export", "Export", id="export"),
         Binding("q", "quit", "Quit", id="quit"),
-        Binding("ctrl+q", "quit", "Quit", id="quit-anywhere", show=False, priority=True),
+        Binding("ctrl+q", "quit_anywhere", "Quit (from anywhere)", id="quit-anywhere", show=False, priority=True),
     ]
 
     def __init__(self, workbench, *, principal: str | None = None, now: datetime | None = None,
@@ -314,6 +314,9 @@ class WorkbenchApp(App):
                 self.quit_now()
         self.push_screen(DiscardScreen(f"your unsaved edit of {editors[-1].fragment_id}", leaving="Quitting"),
                          answered)
+
+    def action_quit_anywhere(self) -> None:
+        self.action_quit()
 
     def quit_now(self) -> None:
         self.closing = True

@@ -31,14 +31,14 @@ class DiscardScreen(ModalScreen[bool]):
         Binding("escape", "keep", "Keep editing", id="discard-cancel", show=False),
     ]
 
-    def __init__(self, what: str = "your changes") -> None:
+    def __init__(self, what: str = "your changes", leaving: str = "Leaving now") -> None:
         super().__init__()
-        self.what = what
+        self.what, self.leaving = what, leaving
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="confirm-box"):
             yield Label("Discard changes?", classes="pane-title")
-            yield Label(f"Leaving now throws away {self.what}; nothing has been saved.", markup=False)
+            yield Label(f"{self.leaving} throws away {self.what}; nothing has been saved.", markup=False)
             with Horizontal(classes="dialog-actions"):
                 yield Button("Discard (d)", id="discard-yes-button", variant="error")
                 yield Button("Keep editing (k)", id="discard-keep-button", variant="primary")

@@ -1,7 +1,8 @@
 """The edit conflict dialog: someone saved the fragment while this editor was open.
 
-Shows the core's Conflict message and the diff between the version the edit started from and the
-latest one (scrollable), and lets the user choose explicitly: reload the latest (their text is
+Shows who changed it (from the history, in the TUI's words: the core's Conflict message names a
+CLI command) and the diff between the version the edit started from and the latest one
+(coloured, scrollable), and lets the user choose explicitly: reload the latest (their text is
 kept beside it), keep their text and save it over the latest, or cancel back to editing. It
 decides nothing and saves nothing itself: it dismisses with "reload", "keep" or None and the
 editor acts. Everything it shows comes from the core (no diffing here).
@@ -18,6 +19,18 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Label, Static
 
 RELOAD, KEEP = "reload", "keep"
+
+
+def moved_on(fragment_id: str, base: int, versions) -> str:
+    """Who changed the fragment since ``base``, in the TUI's words (from the history the core returns)."""
+    later = [v for v in versions if v.number > base]
+    if not later:
+        return f"{fragment_id} changed since v{base}; nothing of yours was saved."
+    who = ", ".join(dict.fromkeys(v.author for v in later))
+    last = later[-1]
+    said = "" if last.hidden else f": {last.reason!r}"
+    return (f"{fragment_id} changed since v{base}: now v{last.number}, by {who} "
+            f"(last {last.created_at:%Y-%m-%d %H:%M}{said}). Nothing of yours was saved.")
 
 
 def coloured_diff(diff: str) -> Text:
@@ -43,7 +56,8 @@ class ConflictScreen(ModalScreen[str | None]):
 
     DEFAULT_CSS = """
     ConflictScreen { align: center middle; }
-    .conflict-box { width: 90%; height: 85%; padding: 0 1; border: thick $error; background: $surface; }
+    .conflict-box { width: 96%; max-width: 120; height: 1fr; max-height: 100%; padding: 0 1;
+                    border: thick $error; background: $surface; }
     #conflict-message { height: auto; padding: 0 1; }
     #conflict-diff-scroll { height: 1fr; border: solid $primary-background; }
     .dialog-actions { height: auto; margin-top: 1; }
@@ -66,14 +80,12 @@ class ConflictScreen(ModalScreen[str | None]):
             yield Label(f"Not saved: {self.fragment_id} changed while you were editing",
                         classes="pane-title", markup=False)
             yield Static(self.message, id="conflict-message", markup=False)
-            yield Label(f"What others changed, v{self.base} → v{self.latest} (your text is not in this diff; "
-                        "it is still in the editor):", classes="hint", markup=False)
+            yield Static(f"What others changed, v{self.base} → v{self.latest} (k would undo it; your text is "
+                         "still in the editor):", classes="hint", markup=False)
             with VerticalScroll(id="conflict-diff-scroll"):
                 shown = (coloured_diff(self.diff) if self.diff else
                          Text(f"no difference in content between v{self.base} and v{self.latest}"))
                 yield Static(shown, id="conflict-diff")
-            yield Label(f"r: load v{self.latest}, your text kept beside it · k: save yours over v{self.latest} "
-                        "(undoes the changes above) · esc: back to editing", classes="hint", markup=False)
             with Horizontal(classes="dialog-actions"):
                 yield Button("Reload latest (r)", id="conflict-reload-button", variant="primary")
                 yield Button(f"Keep mine, save over v{self.latest} (k)", id="conflict-keep-button",

@@ -6,6 +6,9 @@ a change saved elsewhere meanwhile (the CLI, another TUI) is never overwritten s
 refuses with Conflict and the conflict dialog lets the user choose (reload the latest with their
 text kept beside it, keep their text over the latest, or go back to editing). The user's text is
 never dropped: not on a conflict, and not on escape (which asks before discarding).
+
+Every store call (load, save, the conflict's diff) runs through ``app.submit``. It is a form
+(``FORM``): the app's letter keys never fire here. At 80×24 the reason and Save stay on screen.
 """
 
 from __future__ import annotations
@@ -14,21 +17,38 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Button, Input, Static, TextArea
+from textual.widgets import Button, Input, Label, Static, TextArea
 
 from ...errors import Conflict, WorkbenchError
 from .base import WbScreen
 
 
+def conflict_view(wb, fragment_id: str, base: int, principal):
+    """The latest version, who changed it since ``base`` and the diff (for the conflict dialog): one job."""
+    from .conflict import moved_on
+
+    latest = wb.get(fragment_id, principal=principal)
+    message = moved_on(fragment_id, base, wb.history(fragment_id, principal=principal))
+    try:
+        diff = wb.diff(fragment_id, base, latest.version, principal=principal)
+    except WorkbenchError as e:
+        diff = f"(the diff cannot be shown: {e.message})"
+    return latest, message, diff
+
+
 class EditScreen(WbScreen):
 
+    FORM = True
     DEFAULT_CSS = """
-    #editor { height: 1fr; }
-    #reason { margin: 0 1; }
+    #editor { height: 1fr; min-height: 10; }
     #errors { height: auto; }
     #edit-panes { height: 1fr; }
     #mine-pane { display: none; width: 1fr; }
     #mine { height: 1fr; }
+    #reason-row { height: auto; }
+    #reason-row Label { width: auto; padding: 1 1 0 1; }
+    #reason { width: 1fr; }
+    #save { margin: 0 1; min-width: 10; }
     """
     BINDINGS = [
         Binding("ctrl+s", "save", "Save", id="edit-save", priority=True),
@@ -44,29 +64,44 @@ class EditScreen(WbScreen):
         self.base: int | None = None      # the version the editor's text started from
         self.loaded = ""                  # that version's body, as loaded (to tell unsaved changes)
         self.kept: str | None = None      # the user's text, set aside by "Reload latest"
+        self.ready = False                # the text has loaded: editing and saving may start
+        self.saving = False               # a save is on its way: no second one, no leaving meanwhile
 
     def body(self) -> ComposeResult:
-        yield Static(f"Editing {self.fragment_id} (markdown body) · ctrl+s saves a new version", id="edit-title",
-                     classes="pane-title", markup=False)
+        yield Static(f"Loading {self.fragment_id}…", id="edit-title", classes="pane-title", markup=False)
         with Horizontal(id="edit-panes"):
-            yield TextArea("", id="editor", soft_wrap=True, show_line_numbers=True)
+            yield TextArea("", id="editor", soft_wrap=True, show_line_numbers=True, read_only=True,
+                           placeholder="loading…")
             with Vertical(id="mine-pane"):
                 yield Static("Your text (not saved): copy what you need into the editor", classes="pane-title")
                 yield TextArea("", id="mine", soft_wrap=True, read_only=True)
-        yield Input(placeholder="reason for this change (required)", id="reason")
+        with Horizontal(id="reason-row"):
+            yield Label("Reason")
+            yield Input(placeholder="why this change? (required)", id="reason")
+            yield Button("Save (ctrl+s)", id="save", variant="primary")
         yield Static("", id="errors", classes="error", markup=False)
-        yield Button("Save new version", id="save", variant="primary")
 
     def on_mount(self) -> None:
-        f = self.app.attempt(self.wb.get, self.fragment_id, principal=self.me)
-        if f is None:
+        super().on_mount()
+        self.query_one("#editor", TextArea).focus()
+        self.app.submit(self.wb.get, self.fragment_id, principal=self.me, done=self._opened, failed=self._gone,
+                        label=f"loading {self.fragment_id}…", key=f"edit-load-{id(self)}")
+
+    def _gone(self, error: WorkbenchError) -> None:
+        self.app.notify(error.message, title="Cannot edit", severity="error", timeout=8)
+        if self.is_current:
             self.dismiss(None)
+
+    def _opened(self, f) -> None:
+        if not self.is_attached:  # left before the text came
             return
+        editor = self.query_one("#editor", TextArea)
+        editor.read_only, editor.placeholder = False, ""
         self._start_from(f)
+        self.ready = True
         if self.shown is not None and f.version != self.shown:
             self.notify(f"{f.id} changed since you viewed v{self.shown}: you are editing the latest, v{f.version}",
                         title="Changed meanwhile", severity="warning", timeout=8)
-        self.query_one("#editor", TextArea).focus()
 
     def _start_from(self, f) -> None:
         """Load version ``f`` into the editor: from now on saves are made from it."""
@@ -79,11 +114,17 @@ class EditScreen(WbScreen):
     def unsaved(self) -> bool:
         return self.query_one("#editor", TextArea).text != self.loaded or self.kept is not None
 
+    def unsaved_text(self) -> bool:
+        """For the app's quit: does this editor hold text that would be lost?"""
+        return self.is_mounted and self.unsaved
+
     @on(Button.Pressed, "#save")
     def _pressed(self) -> None:
         self.action_save()
 
     def action_save(self) -> None:
+        if not self.ready or self.saving:
+            return
         reason = self.query_one("#reason", Input).value
         if not reason.strip():
             self.query_one("#errors", Static).update("A reason is required: say why this changed.")
@@ -92,33 +133,53 @@ class EditScreen(WbScreen):
         self._save(self.query_one("#editor", TextArea).text, reason, self.base)
 
     def _save(self, body: str, reason: str, base: int | None) -> None:
+        """Save ``body`` as made from version ``base`` (in a job); a Conflict opens the dialog."""
         errors = self.query_one("#errors", Static)
-        try:
-            f = self.app.call(self.wb.edit, self.fragment_id, body, reason=reason, actor=self.me, file="(editor)",
-                              base=base)
-        except Conflict as e:
-            errors.update(e.message)
-            self._conflict(e, base)
-            return
-        except WorkbenchError as e:
-            errors.update(e.message)
-            return
-        self.notify(f"saved {f.id} v{f.version}")
-        self.dismiss(f)
+        self.saving = True
+        errors.update("saving…")
+
+        def done(f) -> None:
+            self.saving = False
+            self.notify(f"saved {f.id} v{f.version}")
+            self.loaded, self.kept = body, None  # nothing unsaved any more, even if we cannot leave yet
+            errors.update("")
+            if self.is_current:
+                self.dismiss(f)
+
+        def failed(e: WorkbenchError) -> None:
+            self.saving = False
+            if isinstance(e, Conflict):
+                errors.update(f"Not saved: {self.fragment_id} changed since v{base}.")
+                self._conflict(e, base)
+            else:
+                errors.update(e.message)
+        self.app.submit(self.wb.edit, self.fragment_id, body, reason=reason, actor=self.me, file="(editor)",
+                        base=base, done=done, failed=failed, write=True, label="saving…")
 
     def _conflict(self, error: Conflict, base: int | None) -> None:
         """Show what changed since ``base`` and let the user choose; their text stays in the editor."""
         from .conflict import ConflictScreen
 
-        latest = self.app.attempt(self.wb.get, self.fragment_id, principal=self.me)
-        if latest is None or base is None:  # no longer visible: the message (and the text) stay here
+        if base is None:
             return
-        try:
-            diff = self.app.call(self.wb.diff, self.fragment_id, base, latest.version, principal=self.me)
-        except WorkbenchError as e:
-            diff = f"(the diff cannot be shown: {e.message})"
-        self.app.push_screen(ConflictScreen(self.fragment_id, error.message, base=base, latest=latest.version,
-                                            diff=diff), lambda choice: self._resolve(choice, latest))
+
+        def ask(view) -> None:
+            latest, message, diff = view
+            if not self.is_attached:
+                return
+            self.query_one("#errors", Static).update(message)
+            if not self.is_current:
+                return
+            self.app.push_screen(ConflictScreen(self.fragment_id, message, base=base, latest=latest.version,
+                                                diff=diff), lambda choice: self._resolve(choice, latest))
+
+        def failed(e: WorkbenchError) -> None:  # no longer visible: the message (and the text) stay here
+            if not self.is_attached:
+                return
+            self.query_one("#errors", Static).update(f"Not saved: {self.fragment_id} changed since v{base}, "
+                                                     f"and the latest cannot be shown: {e.message}")
+        self.app.submit(conflict_view, self.wb, self.fragment_id, base, self.me, done=ask, failed=failed,
+                        label="loading the latest version…")
 
     def _resolve(self, choice: str | None, latest) -> None:
         from .conflict import KEEP, RELOAD
@@ -145,6 +206,9 @@ class EditScreen(WbScreen):
         editor.focus()
 
     def action_cancel(self) -> None:
+        if self.saving:
+            self.notify("saving: wait a moment", severity="warning")
+            return
         if not self.unsaved:
             self.dismiss(None)
             return

@@ -1,8 +1,15 @@
-"""Fragment: rendered markdown, metadata (and whether a newer fragment supersedes it), links
-in and out, authority, and history with a diff between any two versions. Revert from here."""
+"""Fragment: rendered markdown (with an anti-pattern's don't / why / instead and its evidence),
+metadata (and whether a newer fragment supersedes it), links in and out, authority, and the
+history. From the history: a coloured diff between any two versions, and a revert that asks first.
+
+The body gets most of the width; the metadata pane is proportional and can be hidden (``m``).
+Every store call runs through ``app.submit`` (the screen shows "loading…" meanwhile): this face
+only lays out what the core returns, and decides nothing the core would refuse.
+"""
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -12,126 +19,263 @@ from textual.widgets import DataTable, Markdown, Static
 from ...errors import Conflict, WorkbenchError
 from .base import WbScreen
 
+LOADING = "loading…"
+
+
+def load_fragment(wb, fragment_id: str, principal):
+    """The fragment, its history and what supersedes it: one job, so the screen fills at once."""
+    fragment = wb.get(fragment_id, principal=principal)
+    return fragment, wb.history(fragment_id, principal=principal), wb.superseded_by(fragment_id, principal=principal)
+
+
+def graph_node(wb, fragment_id: str, principal) -> dict | None:
+    """The fragment's row of the authority graph (links in and out), None when it has none."""
+    return next((row for row in wb.graph(top=0, principal=principal) if row["id"] == fragment_id), None)
+
+
+def fragment_markdown(f) -> str:
+    """The body as shown: title, an anti-pattern's don't / why / instead, its evidence as a list."""
+    parts = [f"# {f.title}"]
+    parts += [f"**{label}:** {f.content.detail(key)}" for key, label in
+              (("dont", "Don't"), ("why", "Why"), ("instead", "Instead")) if f.content.detail(key)]
+    evidence = f.content.detail("evidence")
+    if evidence:
+        items = [evidence] if isinstance(evidence, str) else list(evidence)
+        parts.append("**Evidence:**\n\n" + "\n".join(f"- {item}" for item in items))
+    parts.append(f.body)
+    return "\n\n".join(parts)
+
+
+def version_line(v) -> str:
+    """One version, for pickers and detail lines: number, author, time and reason."""
+    reason = "(withheld: written in a scope you cannot see)" if v.hidden else v.reason
+    return f"v{v.number} · {v.author} · {v.created_at:%Y-%m-%d %H:%M} · {reason}"
+
 
 class FragmentScreen(WbScreen):
 
     DEFAULT_CSS = """
-    #frag-body { height: 1fr; }
-    #frag-meta { width: 60; padding: 0 1; border-left: solid $primary-background; }
-    #history { height: 10; }
-    #diff { height: 12; border-top: solid $primary-background; }
+    #frag-main { height: 1fr; }
+    #frag-body { width: 1fr; height: 1fr; }
+    #frag-meta { width: 38%; min-width: 28; max-width: 70; height: 1fr; border-left: solid $primary-background; }
+    #meta-scroll { height: 1fr; min-height: 3; }
+    #meta { padding: 0 1; }
+    #history { height: 40%; min-height: 4; }
+    #history-detail { height: auto; max-height: 3; padding: 0 1; color: $text-muted; }
     """
     BINDINGS = [
         Binding("escape", "back", "Back", id="fragment-back"),
         Binding("e", "edit", "Edit", id="fragment-edit"),
-        Binding("a", "mark_a", "Diff from", id="fragment-diff-a"),
-        Binding("d", "mark_b", "Diff to", id="fragment-diff-b"),
+        Binding("d", "diff", "Diff", id="fragment-diff"),
+        Binding("a", "mark_from", "Diff from", id="fragment-diff-from", show=False),
         Binding("R", "revert", "Revert to", id="fragment-revert"),
         Binding("v", "verify", "Verify", id="fragment-verify"),
+        Binding("m", "toggle_meta", "Details pane", id="fragment-meta"),
     ]
 
     def __init__(self, fragment_id: str) -> None:
         super().__init__()
         self.fragment_id = fragment_id
         self.fragment = None
-        self.versions = []
+        self.versions: list = []
+        self.superseded = None
+        self.node: dict | None = None
         self.diff_from: int | None = None
 
     def body(self) -> ComposeResult:
-        with Horizontal():
+        with Horizontal(id="frag-main"):
             with VerticalScroll(id="frag-body"):
-                yield Markdown("", id="frag-markdown")
+                yield Markdown(LOADING, id="frag-markdown")
             with Vertical(id="frag-meta"):
-                yield Static("", id="meta")
-                yield Static("History (a: diff from · d: diff to · R: revert to)", classes="pane-title")
+                with VerticalScroll(id="meta-scroll"):
+                    yield Static(LOADING, id="meta")
+                yield Static("History (d diff, R revert)", classes="pane-title")
                 yield DataTable(id="history", cursor_type="row")
-                yield Static("", id="diff")
+                yield Static("", id="history-detail", markup=False)
 
     def on_mount(self) -> None:
-        self.query_one("#history", DataTable).add_columns("v", "author", "at", "status", "reason")
+        super().on_mount()
+        self.query_one("#history", DataTable).add_columns("v", "reason", "author", "at")
         self.reload()
         self.query_one("#history", DataTable).focus()
 
+    # -- loading ------------------------------------------------------------------------
+
     def reload(self) -> None:
-        f = self.app.attempt(self.wb.get, self.fragment_id, principal=self.me)
-        if f is None:
-            self.app.pop_screen()
+        self._seen_version = self.app.data_version
+        self.app.submit(load_fragment, self.wb, self.fragment_id, self.me, done=self._loaded, failed=self._gone,
+                        label=f"loading {self.fragment_id}…", key=f"fragment-load-{id(self)}")
+
+    def _gone(self, error: WorkbenchError) -> None:
+        """Missing, or not visible to this principal: say so (the core's words) and go back."""
+        self.app.notify(error.message, title="Not shown", severity="error", timeout=8)
+        if self.is_current:
+            self.dismiss()
+
+    def _loaded(self, loaded) -> None:
+        if not self.is_attached:  # left before the job came back
             return
-        self.fragment = f
-        self.versions = self.app.call(self.wb.history, self.fragment_id, principal=self.me)
-        graph = {row["id"]: row for row in self.app.call(self.wb.graph, top=0, principal=self.me)}
-        node = graph.get(f.id, {"authority": 0.0, "links_in": [], "links_out": []})
-        details = "".join(f"\n\n**{label}:** {f.content.detail(key)}" for key, label in
-                          (("dont", "Don't"), ("why", "Why"), ("instead", "Instead")) if f.content.detail(key))
-        self.query_one("#frag-markdown", Markdown).update(f"# {f.title}{details}\n\n{f.body}")
-        sources = ", ".join(f"{s.repo or ''}:{s.path}" for s in f.sources) or "-"
-        newer = self.app.call(self.wb.superseded_by, self.fragment_id, principal=self.me)
-        meta = [f"[b]{f.id}[/b] v{f.version} · {f.kind} · {f.status}",
-                *([f"[b]superseded by {newer[0]}@v{newer[1]}[/b]: prefer it"] if newer else []),
-                f"scope: {f.scope}", f"owner: {f.owner}",
-                f"updated: {f.updated_at:%Y-%m-%d}  verified: {f'{f.verified_at:%Y-%m-%d}' if f.verified_at else '-'}",
-                f"authority: {node['authority']:.4f}",
-                f"links out: {', '.join(node['links_out']) or '-'}",
-                f"links in: {', '.join(node['links_in']) or '-'}",
-                f"sources: {sources}", f"tags: {', '.join(f.tags) or '-'}"]
-        self.query_one("#meta", Static).update("\n".join(meta))
+        f, versions, superseded = loaded
+        keep = self._highlighted_version()  # the version highlighted before a reload stays highlighted
+        self.fragment, self.versions, self.superseded = f, list(versions), superseded
+        self.query_one("#frag-markdown", Markdown).update(fragment_markdown(f))
+        self._show_meta()
         table = self.query_one("#history", DataTable)
         table.clear()
         for v in self.versions:
-            table.add_row(str(v.number), v.author, f"{v.created_at:%Y-%m-%d %H:%M}", v.content.status, v.reason)
-        table.move_cursor(row=len(self.versions) - 1)
+            table.add_row(str(v.number), "(withheld)" if v.hidden else v.reason, v.author, f"{v.created_at:%Y-%m-%d}")
+        numbers = [v.number for v in self.versions]
+        table.move_cursor(row=numbers.index(keep) if keep in numbers else len(numbers) - 1)
+        self._show_detail()
+        self.app.submit(graph_node, self.wb, self.fragment_id, self.me, done=self._graph_loaded,
+                        key=f"fragment-graph-{id(self)}")
+
+    def _graph_loaded(self, node: dict | None) -> None:
+        if not self.is_attached:
+            return
+        self.node = node or {"authority": 0.0, "links_in": [], "links_out": []}
+        self._show_meta()
+
+    def _show_meta(self) -> None:
+        f = self.fragment
+        if f is None:
+            return
+        meta = Text()
+        meta.append(f.id, "bold")
+        meta.append(f"\nv{f.version} · {f.kind} · {f.status}")
+        if self.superseded:
+            meta.append(f"\nsuperseded by {self.superseded[0]}@v{self.superseded[1]}: prefer it", "bold yellow")
+        verified = f"{f.verified_at:%Y-%m-%d}" if f.verified_at else "-"
+        lines = [f"scope: {f.scope}", f"owner: {f.owner}", f"updated: {f.updated_at:%Y-%m-%d}",
+                 f"verified: {verified}"]
+        if self.node is None:
+            lines.append(f"authority and links: {LOADING}")
+        else:
+            lines += [f"authority: {self.node['authority']:.4f}",
+                      f"links out: {', '.join(self.node['links_out']) or '-'}",
+                      f"links in: {', '.join(self.node['links_in']) or '-'}"]
+        sources = ", ".join(f"{s.repo or ''}:{s.path}" for s in f.sources) or "-"
+        lines += [f"sources: {sources}", f"tags: {', '.join(f.tags) or '-'}"]
+        meta.append("".join(f"\n{line}" for line in lines))
+        self.query_one("#meta", Static).update(meta)
+
+    # -- history ------------------------------------------------------------------------
+
+    def _highlighted(self):
+        table = self.query_one("#history", DataTable)
+        if not self.versions or not 0 <= table.cursor_row < len(self.versions):
+            return None
+        return self.versions[table.cursor_row]
 
     def _highlighted_version(self) -> int | None:
-        table = self.query_one("#history", DataTable)
-        return self.versions[table.cursor_row].number if self.versions else None
+        v = self._highlighted()
+        return v.number if v else None
 
-    def action_mark_a(self) -> None:
+    @on(DataTable.RowHighlighted, "#history")
+    def _show_detail(self) -> None:
+        v = self._highlighted()
+        line = version_line(v) if v else ""
+        if self.diff_from is not None:
+            line += f"  [diff from v{self.diff_from}]"
+        self.query_one("#history-detail", Static).update(line)
+
+    def action_mark_from(self) -> None:
         self.diff_from = self._highlighted_version()
-        self.notify(f"diff from v{self.diff_from}: move to another version and press d")
+        if self.diff_from is not None:
+            self.notify(f"diff from v{self.diff_from}: move to another version and press d")
+            self._show_detail()
 
-    def action_mark_b(self) -> None:
+    def action_diff(self) -> None:
+        """The coloured diff (in a large scrollable view, with a picker for both versions): from the
+        version marked with ``a`` (else the one before) to the highlighted one."""
+        from .diff import DiffScreen
+
         to = self._highlighted_version()
-        start = self.diff_from if self.diff_from is not None else max(1, (to or 1) - 1)
-        text = self.app.attempt(self.wb.diff, self.fragment_id, start, to, principal=self.me)
-        if text is not None:
-            self.query_one("#diff", Static).update(text or f"no difference between v{start} and v{to}")
+        if to is None:
+            return
+        start = self.diff_from if self.diff_from is not None else max(1, to - 1)
+        self.app.push_screen(DiffScreen(self.fragment_id, self.versions, start, to))
+
+    @on(DataTable.RowSelected, "#history")
+    def _version_chosen(self) -> None:
+        self.action_diff()
+
+    # -- writes -------------------------------------------------------------------------
 
     def action_revert(self) -> None:
-        target = self._highlighted_version()
-        if target is None or target == self.fragment.version:
+        """Ask first: the dialog names both versions, shows what the revert changes, and needs a reason."""
+        target = self._highlighted()
+        if self.fragment is None:
+            self.notify(f"{self.fragment_id} is still loading", severity="warning")
+            return
+        if target is None or target.number == self.fragment.version:
             self.notify("move to an earlier version in the history first", severity="warning")
             return
-        try:  # from the version this screen shows: a change saved elsewhere meanwhile is not undone silently
-            done = self.app.call(self.wb.revert, self.fragment_id, target, actor=self.me, base=self.fragment.version)
-        except Conflict as e:
-            self.notify(e.message, title="Not reverted", severity="error", timeout=10)
-            self.reload()  # show the latest version and its history
+        shown = self.fragment.version  # the revert is made from this version: a change saved meanwhile is not undone
+
+        def ask(diff: str) -> None:
+            from .revert import RevertScreen
+
+            if not self.is_current:  # the user went elsewhere meanwhile: ask nothing
+                return
+            self.app.push_screen(RevertScreen(self.fragment_id, target, current=shown, diff=diff),
+                                 lambda reason: self._revert(target.number, shown, reason))
+        self.app.submit(self.wb.diff, self.fragment_id, shown, target.number, principal=self.me, done=ask,
+                        label="preparing the revert…", key=f"fragment-revert-{id(self)}")
+
+    def _revert(self, target: int, shown: int, reason: str | None) -> None:
+        if not reason:
             return
-        except WorkbenchError as e:
-            self.notify(e.message, title="Not done", severity="error", timeout=8)
-            return
-        self.notify(f"reverted: {done.id} is now v{done.version} (content of v{target})")
-        self.reload()
+
+        def done(f) -> None:
+            self.app.notify(f"reverted: {f.id} is now v{f.version} (content of v{target})")
+            if self.is_attached:
+                self.reload()
+
+        def failed(e: WorkbenchError) -> None:
+            if not isinstance(e, Conflict):
+                self.notify(e.message, title="Not reverted", severity="error", timeout=10)
+                return
+
+            def latest(loaded) -> None:  # say who changed it, and show the latest version and its history
+                from .conflict import moved_on
+
+                self.app.notify(moved_on(self.fragment_id, shown, loaded[1]), title="Not reverted",
+                                severity="error", timeout=10)
+                self._loaded(loaded)
+            self._seen_version = self.app.data_version
+            self.app.submit(load_fragment, self.wb, self.fragment_id, self.me, done=latest, failed=self._gone,
+                            key=f"fragment-load-{id(self)}")
+        self.app.submit(self.wb.revert, self.fragment_id, target, actor=self.me, base=shown,
+                        reason=f"revert to v{target}: {reason}", done=done, failed=failed, write=True,
+                        label="reverting…")
 
     def action_verify(self) -> None:
-        done = self.app.attempt(self.wb.verify, self.fragment_id, actor=self.me)
-        if done is not None:
-            self.notify(f"{done.id} verified")
-            self.reload()
+        def done(f) -> None:
+            self.app.notify(f"{f.id} verified")
+            if self.is_attached:
+                self.reload()
+        self.app.submit(self.wb.verify, self.fragment_id, actor=self.me, now=self.app.now, done=done, write=True,
+                        label="verifying…")
 
     def action_edit(self) -> None:
         from .edit import EditScreen
 
         shown = self.fragment.version if self.fragment else None
-        self.app.push_screen(EditScreen(self.fragment_id, base=shown), lambda _: self.reload())
+        self.app.push_screen(EditScreen(self.fragment_id, base=shown))  # a save reloads this screen on return
+
+    def action_toggle_meta(self) -> None:
+        pane = self.query_one("#frag-meta")
+        pane.display = not pane.display
+        if not pane.display:
+            self.query_one("#frag-body").focus()
+        else:
+            self.query_one("#history", DataTable).focus()
 
     def action_back(self) -> None:
-        self.app.pop_screen()
-
-    @on(DataTable.RowSelected, "#history")
-    def _version_chosen(self) -> None:
-        self.action_mark_b()
+        self.dismiss()
 
     def commands(self):
-        return [("Edit this fragment", self.action_edit), ("Revert to highlighted version", self.action_revert),
-                ("Verify this fragment", self.action_verify)]
+        return [("Edit this fragment", self.action_edit), ("Diff versions", self.action_diff),
+                ("Revert to highlighted version", self.action_revert), ("Verify this fragment", self.action_verify),
+                ("Show or hide the details pane", self.action_toggle_meta)]

@@ -49,7 +49,8 @@ def screen_title(cls: type) -> str:
     name = cls.__name__.removesuffix("Screen")
     return {"AntiPattern": "New anti-pattern", "Discard": "Discard changes? (dialog)",
             "Conflict": "Edit conflict (dialog)", "Prompt": "Prompt (dialog)",
-            "Confirm": "Confirm (dialog)"}.get(name, name)
+            "Confirm": "Confirm (dialog)", "Diff": "Diff versions (dialog)", "Revert": "Revert? (dialog)",
+            "PinDialog": "Pin (dialog)", "StartFailed": "Start-up failure"}.get(name, name)
 
 
 def own_bindings(cls: type) -> Iterator[Binding]:
