@@ -40,14 +40,16 @@ def screen_name(app):
 async def test_browse_tree_filters_and_open(wb):
     app = app_for(wb)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: app.pending == 0 and app.screen.items is not None)
+        await pilot.pause()  # after the first paint Browse warms the search index in a job: let it finish
+        await until(pilot, lambda: app.pending == 0)
         screen = app.screen
         visible = len(wb.list(principal="marco.bianchi"))
         assert screen.query_one("#fragments").row_count == visible
         labels = [str(n.label) for n in screen.query_one("#scope-tree").root.children]
         assert labels == [f"northwind ({visible})"]
         screen.query_one("#filter-kind").value = "anti-pattern"
-        await pilot.pause()
+        await pilot.pause(0.4)  # the filter applies as you type (debounced)
         kinds = {wb.get(i, principal="marco.bianchi").kind for i in screen._ids}
         assert kinds == {"anti-pattern"} and screen.query_one("#fragments").row_count == len(screen._ids)
         await pilot.press("s")  # stale only
@@ -64,7 +66,8 @@ async def test_search_as_you_type_shows_scores_and_scope(wb):
         await pilot.press("slash")
         await pilot.pause()
         await pilot.press(*"charged twice on retry")
-        await until(pilot, lambda: app.screen.query_one("#results").row_count > 0)
+        await until(pilot, lambda: app.screen.result is not None and app.screen.result.query == "charged twice on retry"
+                    and app.pending == 0)
         screen = app.screen
         visible = {f.id for f in wb.list(principal="marco.bianchi")}
         assert {h.id for h in screen.hits} <= visible
@@ -80,10 +83,9 @@ async def test_edit_requires_a_reason_and_saves_a_version(wb):
     app = app_for(wb)
     async with app.run_test(size=SIZE) as pilot:
         app.open_fragment(fid)
-        await pilot.pause()
+        await until(pilot, lambda: getattr(app.screen, "fragment", None) is not None and app.pending == 0)
         await pilot.press("e")
-        await pilot.pause()
-        assert screen_name(app) == "EditScreen"
+        await until(pilot, lambda: screen_name(app) == "EditScreen" and app.screen.ready)
         app.screen.query_one("#editor").load_text("## Failover\nFlip `psp.primary` to the backup acquirer.")
         await pilot.press("ctrl+s")
         await pilot.pause()
@@ -91,8 +93,7 @@ async def test_edit_requires_a_reason_and_saves_a_version(wb):
         assert len(wb.history(fid, principal="marco.bianchi")) == 1
         app.screen.query_one("#reason").value = "shorter failover steps"
         await pilot.press("ctrl+s")
-        await pilot.pause()
-        assert screen_name(app) == "FragmentScreen"
+        await until(pilot, lambda: screen_name(app) == "FragmentScreen")
     history = wb.history(fid, principal="marco.bianchi")
     assert [(v.number, v.author, v.reason) for v in history][-1] == (2, "marco.bianchi", "shorter failover steps")
     assert wb.get(fid, principal="marco.bianchi").body.startswith("## Failover")
@@ -102,13 +103,13 @@ async def test_edit_errors_show_inline(wb):
     app = app_for(wb)
     async with app.run_test(size=SIZE) as pilot:
         app.open_fragment("nw-rb-psp-failover")
-        await pilot.pause()
+        await until(pilot, lambda: getattr(app.screen, "fragment", None) is not None and app.pending == 0)
         await pilot.press("e")
-        await pilot.pause()
+        await until(pilot, lambda: screen_name(app) == "EditScreen" and app.screen.ready)
         app.screen.query_one("#editor").load_text("export AWS_ACCESS_KEY_ID=AKIA" + "ABCDEFGHIJKLMNOP")
         app.screen.query_one("#reason").value = "oops"
         await pilot.press("ctrl+s")
-        await pilot.pause()
+        await until(pilot, lambda: app.pending == 0)
         assert "contains a credential" in str(app.screen.query_one("#errors").render())
         assert screen_name(app) == "EditScreen"
     assert len(wb.history("nw-rb-psp-failover", principal="marco.bianchi")) == 1
@@ -120,17 +121,19 @@ async def test_history_diff_and_revert(wb):
     app = app_for(wb)
     async with app.run_test(size=SIZE) as pilot:
         app.open_fragment(fid)
-        await pilot.pause()
+        await until(pilot, lambda: getattr(app.screen, "fragment", None) is not None and app.pending == 0)
         screen = app.screen
         assert screen.query_one("#history").row_count == 2
-        await pilot.press("up", "a", "down", "d")
-        await pilot.pause()
-        diff = str(screen.query_one("#diff").render())
+        await pilot.press("up", "a", "down", "d")  # the diff opens in its own (coloured, scrollable) view
+        await until(pilot, lambda: screen_name(app) == "DiffScreen" and app.pending == 0)
+        diff = app.screen.query_one("#diff").content.plain
         assert "+Version two body." in diff
-        await pilot.press("up", "R")
-        await pilot.pause()
+        await pilot.press("escape", "up", "R")  # revert asks first, with a reason
+        await until(pilot, lambda: screen_name(app) == "RevertScreen")
+        await pilot.press(*"v2 was wrong", "enter")
+        await until(pilot, lambda: screen_name(app) == "FragmentScreen" and app.pending == 0)
     history = wb.history(fid, principal="marco.bianchi")
-    assert [v.reason for v in history] == ["ingest nw-rb-psp-failover.md", "v2", "revert to v1"]
+    assert [v.reason for v in history] == ["ingest nw-rb-psp-failover.md", "v2", "revert to v1: v2 was wrong"]
     assert history[2].content_hash == history[0].content_hash
 
 
@@ -144,8 +147,7 @@ async def test_pins_for_a_lead_and_a_refusal_for_a_non_lead(wb):
         screen.query_one("#pin-reason").value = "PSP outages are our worst incidents"
         screen.query_one("#pin-reason").focus()
         await pilot.press("enter")
-        await pilot.pause()
-        assert screen.query_one("#pins").row_count == 1
+        await until(pilot, lambda: screen.query_one("#pins").row_count == 1)
     pins = wb.pins(principal="marco.bianchi")
     assert [(p.fragment_id, str(p.scope), p.pinned_by) for p in pins] == [
         ("nw-rb-psp-failover", "org=northwind,repo=payments-api", "marco.bianchi")]
@@ -178,9 +180,8 @@ async def test_antipattern_form(wb):
                             ("scope", "org=northwind,repo=payments-api")):
             screen.query_one(f"#ap-{name}").value = value
         await pilot.press("ctrl+s")
-        await pilot.pause()
-        assert screen_name(app) == "FragmentScreen"
-    created = wb.get("northwind-ap-logging-webhook-payloads", principal="marco.bianchi")
+        await until(pilot, lambda: screen_name(app) == "FragmentScreen")
+    created = wb.get("nw-ap-logging-webhook-payloads", principal="marco.bianchi")
     assert created.kind == "anti-pattern" and created.content.detail("evidence") == ("INC-2502",)
 
 
@@ -188,21 +189,21 @@ async def test_inbox_verify_and_snooze(wb):
     app = app_for(wb, principal="dan.kowalski")
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("i")
-        await pilot.pause()
+        await until(pilot, lambda: screen_name(app) == "InboxScreen" and app.screen.items)
         screen = app.screen
         first = screen.items[0].fragment.id
         assert all(i.fragment.owner == "dan.kowalski" for i in screen.items)
         await pilot.press("v")
-        await pilot.pause()
-        assert first not in [i.fragment.id for i in screen.items]
+        await until(pilot, lambda: first not in [i.fragment.id for i in screen.items])
         second = screen.items[0].fragment.id
         screen.query_one("#snooze-days").value = "0"
         await pilot.press("z")
-        await pilot.pause()
+        await until(pilot, lambda: app.pending == 0)
         assert second in [i.fragment.id for i in screen.items]  # refused: shown as a notification
+        assert any("snooze days must be between 1" in n.message for n in app._notifications)
         screen.query_one("#snooze-days").value = "30"
         await pilot.press("z")
-        await pilot.pause()
+        await until(pilot, lambda: second not in [i.fragment.id for i in screen.items])
         assert second not in [i.fragment.id for i in screen.items]
     assert wb.get(first, principal="dan.kowalski").verified_at is not None
     assert second in wb.store.snoozes()
@@ -218,13 +219,11 @@ async def test_export_preview_and_write_in_a_worker(wb, tmp_path):
         screen.query_one("#export-scope").value = "org=northwind,repo=ledger"
         screen.query_one("#export-format").value = "agents-md"
         await pilot.press("ctrl+r")
-        await pilot.pause()
-        assert "AGENTS.md" in str(screen.query_one("#export-summary").render())
-        assert "## Do not" in screen.query_one("#preview").text
+        await until(pilot, lambda: "AGENTS.md" in str(screen.query_one("#export-summary").render()))
+        assert "## Do not" in screen.query_one("#preview-text").text
         screen.query_one("#export-format").value = "fragment-files"
         await pilot.press("ctrl+r")
-        await pilot.pause()
-        assert "files" in str(screen.query_one("#export-summary").render())
+        await until(pilot, lambda: "files planned" in str(screen.query_one("#export-summary").render()))
         screen.query_one("#export-dir").value = str(out)
         screen.query_one("#export-dir").focus()
         await pilot.press("enter")
@@ -314,9 +313,9 @@ async def _conflict_in_the_editor(app, pilot, sample_workspace, tmp_path, fid):
     from workbench.tui.screens.conflict import ConflictScreen
 
     app.open_fragment(fid)
-    await pilot.pause()
+    await until(pilot, lambda: getattr(app.screen, "fragment", None) is not None and app.pending == 0)
     await pilot.press("e")
-    await pilot.pause()
+    await until(pilot, lambda: screen_name(app) == "EditScreen" and app.screen.ready)
     editor_screen = app.screen
     assert screen_name(app) == "EditScreen" and editor_screen.base == 1
     original = editor_screen.query_one("#editor").text
@@ -414,11 +413,11 @@ async def test_the_editor_opens_on_the_latest_when_the_fragment_moved_on(wb):
     app = app_for(wb)
     async with app.run_test(size=SIZE) as pilot:
         app.open_fragment(fid)
-        await pilot.pause()
+        await until(pilot, lambda: getattr(app.screen, "fragment", None) is not None and app.pending == 0)
         assert app.screen.fragment.version == 1
         app.call(wb.edit, fid, "Changed behind the fragment screen.", reason="elsewhere", actor="priya.raman")
         await pilot.press("e")
-        await pilot.pause()
+        await until(pilot, lambda: screen_name(app) == "EditScreen" and app.screen.ready)
         assert app.screen.base == 2 and app.screen.query_one("#editor").text == "Changed behind the fragment screen."
         assert any("changed since you viewed v1" in n.message for n in app._notifications)
 
@@ -429,12 +428,14 @@ async def test_revert_from_a_stale_history_is_refused(wb):
     app = app_for(wb)
     async with app.run_test(size=SIZE) as pilot:
         app.open_fragment(fid)
-        await pilot.pause()
+        await until(pilot, lambda: getattr(app.screen, "fragment", None) is not None and app.pending == 0)
         screen = app.screen
         assert screen.fragment.version == 2
         app.call(wb.edit, fid, "Version three, saved elsewhere.", reason="v3", actor="priya.raman")
         await pilot.press("up", "R")  # revert to v1, from the v2 the screen shows
-        await pilot.pause()
+        await until(pilot, lambda: screen_name(app) == "RevertScreen")
+        await pilot.press(*"back to one", "enter")
+        await until(pilot, lambda: app.pending == 0 and screen.fragment.version == 3)
         assert any("changed since v2" in n.message and "priya.raman" in n.message for n in app._notifications)
         assert screen.fragment.version == 3 and screen.query_one("#history").row_count == 3  # reloaded
     assert [v.reason for v in wb.history(fid, principal="marco.bianchi")][1:] == ["v2", "v3"]
@@ -445,14 +446,14 @@ async def test_escape_with_unsaved_changes_asks_before_discarding(wb):
     app = app_for(wb)
     async with app.run_test(size=SIZE) as pilot:
         app.open_fragment(fid)
-        await pilot.pause()
+        await until(pilot, lambda: getattr(app.screen, "fragment", None) is not None and app.pending == 0)
         await pilot.press("e")
-        await pilot.pause()
+        await until(pilot, lambda: screen_name(app) == "EditScreen" and app.screen.ready)
         await pilot.press("escape")  # nothing changed: leaves at once
         await pilot.pause()
         assert screen_name(app) == "FragmentScreen"
         await pilot.press("e")
-        await pilot.pause()
+        await until(pilot, lambda: screen_name(app) == "EditScreen" and app.screen.ready)
         editor_screen = app.screen
         await pilot.press(*"draft ")
         typed = editor_screen.query_one("#editor").text

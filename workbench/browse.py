@@ -1,8 +1,16 @@
 """Light listings for browsing (the TUI's tables): rows without bodies, with stale and
-pin badges and scope-tree counts, filtered by what the principal may see."""
+pin badges and scope-tree counts, filtered by what the principal may see.
+
+The read model behind the Browse screen, kept free of Textual so it can be tested alone:
+the scope tree and what each of its nodes shows (``Branch``: a node's count is exactly the
+rows it shows), the filtered rows (``rows``), the forgiving owner/kind match (``matching``),
+short labels for tables (``age``, ``short_id``, ``scope_label``) and the scopes a lead may pin
+a fragment in (``pin_scopes``). No I/O here.
+"""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -10,6 +18,8 @@ from typing import Any
 from .models import Principal, Scope
 
 STALE_DAYS = 180
+ORG_WIDE = "(org-wide)"     # the tree branch of an org's fragments that name no repo
+ID_WIDTH = 18               # ids longer than this are cut with "…" in tables
 
 
 @dataclass(frozen=True)
@@ -52,12 +62,13 @@ def summaries(rows: list[tuple], principal: Principal, *, pinned: set[str], now:
 
 def scope_tree(items: list[Summary]) -> dict[str, Any]:
     """org → {"count", "repos": {repo → {"count", "personas": {persona → count}}}}; fragments
-    without a repo are counted under the org (and "(org-wide)")."""
+    without a repo are counted under the org and under its ``ORG_WIDE`` branch. Each count is
+    the number of rows ``Branch.holds`` lets through for that node."""
     tree: dict[str, Any] = {}
     for s in items:
         org = tree.setdefault(s.scope.org, {"count": 0, "repos": {}})
         org["count"] += 1
-        repo = org["repos"].setdefault(s.scope.repo or "(org-wide)", {"count": 0, "personas": {}})
+        repo = org["repos"].setdefault(s.scope.repo or ORG_WIDE, {"count": 0, "personas": {}})
         repo["count"] += 1
         if s.scope.persona:
             repo["personas"][s.scope.persona] = repo["personas"].get(s.scope.persona, 0) + 1
@@ -76,3 +87,111 @@ def age(ts: datetime | None, now: datetime) -> str:
     if days < 730:
         return f"{days // 30}mo"
     return f"{days // 365}y"
+
+
+def short_id(fid: str, width: int = ID_WIDTH) -> str:
+    """The id cut to ``width`` characters with "…" (tables show the full id elsewhere)."""
+    return clip(fid, width)
+
+
+def clip(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[:max(width - 1, 0)] + "…"
+
+
+def scope_label(scope: Scope, orgs: tuple[str, ...] | list[str] = ()) -> str:
+    """A short scope for a table cell: ``repo/@persona/#session``, led by the org unless the
+    viewer belongs to that org alone; a scope of the whole org reads "org-wide"."""
+    lower = [p for p in (scope.repo, scope.persona and "@" + scope.persona,
+                         scope.session and "#" + scope.session) if p]
+    if len(orgs) == 1 and scope.org in orgs:
+        return "/".join(lower) or "org-wide"
+    return "/".join([scope.org, *lower]) if lower else f"{scope.org} (org-wide)"
+
+
+@dataclass(frozen=True)
+class Branch:
+    """A node of the scope tree and what selecting it shows. The root (no org): everything.
+    An org: every fragment of the org. A repo: the org's fragments of that repo, any persona.
+    ``ORG_WIDE``: the org's fragments that name no repo. A persona under either: those of the
+    persona there. The tree's counts (``scope_tree``) count exactly these."""
+
+    org: str | None = None
+    repo: str | None = None          # a repo name, or ORG_WIDE
+    persona: str | None = None
+
+    def holds(self, scope: Scope) -> bool:
+        if self.org is None:
+            return True
+        if scope.org != self.org:
+            return False
+        if self.repo is None:
+            return True
+        in_repo = scope.repo is None if self.repo == ORG_WIDE else scope.repo == self.repo
+        if not in_repo:
+            return False
+        return self.persona is None or scope.persona == self.persona
+
+    def __str__(self) -> str:
+        if self.org is None:
+            return "all scopes"
+        where = self.org + ("" if self.repo is None else " (org-wide)" if self.repo == ORG_WIDE else "/" + self.repo)
+        return where + (f", persona {self.persona}" if self.persona else "")
+
+
+def branches(tree: dict[str, Any]) -> list[tuple[Branch, int]]:
+    """Every node of ``scope_tree``'s tree as (branch, count), depth first; the root first."""
+    out = [(Branch(), sum(o["count"] for o in tree.values()))]
+    for org, o in sorted(tree.items()):
+        out.append((Branch(org), o["count"]))
+        for repo, r in sorted(o["repos"].items()):
+            out.append((Branch(org, repo), r["count"]))
+            out += [(Branch(org, repo, persona), n) for persona, n in sorted(r["personas"].items())]
+    return out
+
+
+# -- forgiving filters ------------------------------------------------------------------------
+
+_WORDS = re.compile(r"[^a-z0-9]+")
+
+
+def match_rank(query: str, value: str) -> int | None:
+    """How ``value`` answers a typed ``query`` (case-insensitive): 0 the value starts with it,
+    1 one of its words does (words split at . - _ space), 2 its letters appear in order
+    (``mbianchi`` in marco.bianchi, ``ap`` in anti-pattern); None no match. An empty query
+    matches everything (0)."""
+    q, v = query.strip().lower(), value.lower()
+    if not q or v.startswith(q):
+        return 0
+    if any(w.startswith(q) for w in _WORDS.split(v) if w):
+        return 1
+    rest = iter(v)
+    return 2 if all(ch in rest for ch in q) else None
+
+
+def matching(query: str, values) -> set[str]:
+    """The values a typed filter means: those it is a prefix of (of the value or of a word of
+    it) when there are any, else those holding its letters in order."""
+    ranked = {v: match_rank(query, v) for v in values}
+    found = [r for r in ranked.values() if r is not None]
+    if not found:
+        return set()
+    limit = 1 if min(found) <= 1 else 2
+    return {v for v, r in ranked.items() if r is not None and r <= limit}
+
+
+def rows(items: list[Summary], *, branch: Branch | None = None, owner: str = "", kind: str = "",
+         stale: bool = False) -> list[Summary]:
+    """The rows a table shows: in ``branch`` of the tree, owned by whom ``owner`` means, of the
+    kind ``kind`` means (both as ``matching`` reads them; empty: any), stale ones only if asked."""
+    owners = matching(owner, {s.owner for s in items}) if owner.strip() else None
+    kinds = matching(kind, {s.kind for s in items}) if kind.strip() else None
+    return [s for s in items if (branch is None or branch.holds(s.scope)) and (owners is None or s.owner in owners)
+            and (kinds is None or s.kind in kinds) and (not stale or s.stale)]
+
+
+def pin_scopes(principal: Principal, fragment_scope: Scope) -> list[Scope]:
+    """The scopes the principal leads in which this fragment can be pinned (it applies there)."""
+    from .retrieval.index import applies
+
+    return [s for s in principal.lead_of if s.org == fragment_scope.org and applies(fragment_scope, s)]

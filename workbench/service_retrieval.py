@@ -130,11 +130,13 @@ class RetrievalMixin:
                trace: bool = True, now: datetime | None = None, allow_secret: bool = False,
                kind: str | list[str] | None = None, tag: str | list[str] | None = None,
                owner: str | list[str] | None = None, updated_since: date | str | None = None,
-               dense_weight: float | None = None, min_confidence: float | None = None) -> SearchResult:
+               dense_weight: float | None = None, min_confidence: float | None = None,
+               calibrate: bool = True) -> SearchResult:
         """Ranked hits and matching anti-patterns ("avoid"), each numbered 1..n, with a per-query
         ``score`` in [0, 1] and a calibrated ``confidence``. Superseded fragments are demoted and
         labelled. Filters (kind, tag, owner, updated_since) narrow the candidates before the k cut;
-        ``min_confidence`` (none by default) drops hits below it; pins are exempt."""
+        ``min_confidence`` (none by default) drops hits below it; pins are exempt.
+        ``calibrate=False`` leaves confidences None, so ``pipeline="bm25"`` needs no model."""
         who = self.principal(principal)
         within = Scope.parse(scope) if isinstance(scope, str) else scope
         floor = _confidence(min_confidence)
@@ -143,7 +145,7 @@ class RetrievalMixin:
                                  filters=self._filters(kind, tag, owner, updated_since))
         now = now or utcnow()
         index, ranking, _ = self._rank(query, who, settings, within, now, allow_secret)
-        hits, avoid = hits_from(index, ranking, settings, min_confidence=floor)
+        hits, avoid = hits_from(index, ranking, settings, min_confidence=floor, calibrate=calibrate)
         trace_id = None
         info = settings.to_dict()
         if floor is not None:
@@ -294,7 +296,8 @@ def _confidence(value: float | None) -> float | None:
 
 def _served(hit: Hit, section: str, text: str | None = None, tokens: int | None = None) -> dict[str, Any]:
     item = {"id": hit.id, "version": hit.fragment.version, "title": hit.fragment.title, "section": section,
-            "rank": hit.rank, "score": round(hit.score, 6), "confidence": round(hit.confidence, 4),
+            "rank": hit.rank, "score": round(hit.score, 6),
+            "confidence": None if hit.confidence is None else round(hit.confidence, 4),
             "scores": {k: (round(v, 6) if isinstance(v, float) else v) for k, v in hit.scores.items()}}
     if hit.superseded_by:
         item["superseded_by"] = {"id": hit.superseded_by[0], "version": hit.superseded_by[1]}

@@ -109,7 +109,7 @@ def _search(args):
 
     def row(h):
         title = h.fragment.title if not h.superseded_by else f"{h.fragment.title} [{h.superseded_label()}]"
-        base = [str(h.rank), h.id, h.fragment.kind, title, _fmt(h.score), f"{h.confidence:.2f}"]
+        base = [str(h.rank), h.id, h.fragment.kind, title, _fmt(h.score), "…" if h.confidence is None else f"{h.confidence:.2f}"]
         return base + ([_fmt(h.scores.get(c)) for c in extra] if args.explain else [str(h.fragment.scope)])
 
     print(table(cols + extra, (row(h) for h in result.hits), max_width=48) if result.hits else "no hits")

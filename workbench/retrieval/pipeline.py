@@ -98,7 +98,7 @@ class Hit:
     score: float
     scores: dict[str, Any]
     rank: int
-    confidence: float = 0.0
+    confidence: float | None = 0.0               # None: not calibrated (a lexical preview, see hits_from)
     superseded_by: tuple[str, int] | None = None   # (id, version) of the superseder the caller sees
 
     @property
@@ -109,7 +109,8 @@ class Hit:
         f = self.fragment
         data = f.to_dict()
         return {"id": f.id, "version": f.version, "title": f.title, "kind": f.kind, "rank": self.rank,
-                "score": round(self.score, 6), "confidence": round(self.confidence, 4),
+                "score": round(self.score, 6),
+                "confidence": None if self.confidence is None else round(self.confidence, 4),
                 "scores": {k: (round(v, 6) if isinstance(v, float) else v) for k, v in self.scores.items()},
                 "scope": f.scope.to_dict(), "owner": f.owner, "source": source_of(f),
                 "updated_at": data["updated_at"], "text": f.body,
@@ -296,14 +297,20 @@ def _dense(index: SearchIndex, qv: np.ndarray, mask: np.ndarray, settings: Setti
 
 
 def hits_from(index: SearchIndex, ranking: Ranking, settings: Settings, *, for_context: bool = False,
-              min_confidence: float | None = None) -> tuple[list[Hit], list[Hit]]:
+              min_confidence: float | None = None, calibrate: bool = True) -> tuple[list[Hit], list[Hit]]:
     """Split the ranking into hits (top k, anti-patterns excluded) and "avoid": the
     anti-patterns that ranked within the top k with at least ``AVOID_RATIO`` of the best
     score (or are pinned). Hits and avoid are numbered 1..n each.
 
     ``for_context`` leaves superseded fragments out (unless the query names them), and
     ``min_confidence`` leaves out candidates below that confidence; pins are exempt from both.
-    Both act before the k cut, so k come back whenever k candidates pass."""
+    Both act before the k cut, so k come back whenever k candidates pass.
+
+    ``calibrate=False`` leaves every confidence None: no query embedding, so a bm25 ranking
+    needs no model (the TUI's lexical preview while the model loads); ``min_confidence``
+    cannot apply then."""
+    if not calibrate and min_confidence is not None:
+        raise UserError("a confidence floor needs calibrated confidences")
     hits: list[Hit] = []
     avoid: list[Hit] = []
     best = max((ranking.final[i] for i in ranking.order[:1]), default=0.0)
@@ -314,7 +321,8 @@ def hits_from(index: SearchIndex, ranking: Ranking, settings: Settings, *, for_c
         if len(hits) >= settings.k:
             break
         if i not in conf:  # confidences in blocks, for what is looked at only
-            conf.update(confidences(index, ranking, ranking.order[position:position + block]))
+            block_of = ranking.order[position:position + block]
+            conf.update(confidences(index, ranking, block_of) if calibrate else dict.fromkeys(block_of))
         pinned = i in ranking.pinned
         if not pinned and for_context and i in ranking.superseded and i not in ranking.named:
             continue
@@ -323,9 +331,10 @@ def hits_from(index: SearchIndex, ranking: Ranking, settings: Settings, *, for_c
         if index.kinds[i] == "anti-pattern":
             strong = position < settings.k and (best <= 0 or ranking.final[i] >= AVOID_RATIO * best)
             if strong or pinned:
-                avoid.append(_hit(index, ranking, i, len(avoid) + 1, top=top, confidence=conf[i]))
+                avoid.append(_hit(index, ranking, i, len(avoid) + 1, top=top, confidence=conf[i],
+                                  calibrate=calibrate))
         else:
-            hits.append(_hit(index, ranking, i, len(hits) + 1, top=top, confidence=conf[i]))
+            hits.append(_hit(index, ranking, i, len(hits) + 1, top=top, confidence=conf[i], calibrate=calibrate))
     return hits, avoid
 
 
@@ -389,7 +398,7 @@ def confidences(index: SearchIndex, ranking: Ranking, positions) -> dict[int, fl
 
 
 def _hit(index: SearchIndex, ranking: Ranking, i: int, position: int, *, top: float | None = None,
-         confidence: float | None = None) -> Hit:
+         confidence: float | None = None, calibrate: bool = True) -> Hit:
     p = ranking.parts
 
     def val(arr: np.ndarray) -> float | None:
@@ -407,11 +416,12 @@ def _hit(index: SearchIndex, ranking: Ranking, i: int, position: int, *, top: fl
     top = _top_score(ranking) if top is None else top
     raw = float(ranking.final[i]) if np.isfinite(ranking.final[i]) else 0.0
     score = min(1.0, max(0.0, raw) / top) if top > 0 else 0.0
-    if confidence is None:
+    if confidence is None and calibrate:
         confidence = confidences(index, ranking, [i])[i]
     new = ranking.superseded.get(i)
     superseded_by = (index.ids[new], index.fragments[new].version) if new is not None else None
-    return Hit(fragment=index.fragments[i], score=score, scores=scores, rank=position, confidence=float(confidence),
+    return Hit(fragment=index.fragments[i], score=score, scores=scores, rank=position,
+               confidence=None if confidence is None else float(confidence),
                superseded_by=superseded_by)
 
 

@@ -40,6 +40,7 @@ def plain(message: str) -> str:
 
 
 IDLE_RELEASE_S = 60.0   # seconds without use before the workspace is let go (or when another process asks)
+MODEL_DELAY_S = 3.0     # the model starts loading this long after launch, or after the first search
 SLOW_JOB_S = 0.3        # a job running longer than this shows its label in the job line
 # app-level keys that are plain characters: never fired from a text field, a button or a form screen
 LETTER_ACTIONS = {"browse", "search", "inbox", "pins", "new_antipattern", "export", "help", "quit"}
@@ -195,8 +196,14 @@ class WorkbenchApp(App):
 
         self.push_screen(BrowseScreen())
         self.set_interval(0.5, self._release_when_idle)
-        if self.load_model:
-            self.call_after_refresh(self.warm_model)
+        if self.load_model:  # not at once: importing torch starves the UI thread of the GIL for seconds
+            self.set_timer(MODEL_DELAY_S, self.ensure_model)
+
+    def ensure_model(self) -> None:
+        """Start loading the embedding model unless it is loading, loaded, or off. Called a few
+        seconds after launch, or as soon as the first (lexical) search result has been shown."""
+        if self.model_state == "not loaded":
+            self.warm_model()
 
     def warm_model(self) -> None:
         """Load the embedding model after the first paint, on its own thread (not behind the

@@ -1,87 +1,190 @@
-"""Browse: a tree of org → repo → persona with counts, and a filterable table of fragments."""
+"""Browse: a tree of scopes (org → repo or "(org-wide)" → persona) beside a filterable table of
+fragments, with pin, unpin, verify, snooze and edit on any row. In the tree, enter shows a
+node's fragments and space folds it.
+
+Each tree node's number is the number of rows the table shows when that node is selected
+(browse.Branch): an org shows all of the org, "(org-wide)" the org's fragments without a repo.
+Enter selects a node, space folds it, ``t`` hides the tree. Owner and kind filters take a
+prefix or the letters in order (``mar``, ``mbianchi``; ``anti``, ``ap``). Rows are read through
+``app.submit`` and painted a screenful first, then in batches, so 10k fragments paint fast; the
+screen reloads after any write and keeps its node, filters and cursor.
+"""
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Checkbox, DataTable, Input, Select, Static, Tree
+from textual.widgets import Checkbox, DataTable, Input, Static, Tree
 
-from ...browse import age, scope_tree
-from ...models import KINDS, Scope
+from ...browse import ORG_WIDE, Branch, age, clip, matching, rows, scope_label, scope_tree, short_id
 from .base import WbScreen
-
+from .rowactions import ROW_ACTIONS, RowActions, RowFragment, row_bindings
 
 FIRST_PAGE = 120
 BATCH = 400
+FILTER_DEBOUNCE_S = 0.15
 
 
-class BrowseScreen(WbScreen):
+def title_width(screen_width: int, tree_shown: bool) -> int:
+    """Characters of title the table shows: what is left beside the tree and the id, kind,
+    owner and age columns, between 24 and 64 (the full title is in the detail line)."""
+    table = screen_width - (min(max(round(screen_width * 0.3), 20), 32) if tree_shown else 0)
+    return max(24, min(64, table - 50))
+
+
+class BrowseScreen(RowActions, WbScreen):
+    """Fragments by scope, with filters and row actions."""
 
     DEFAULT_CSS = """
     #browse-body { height: 1fr; }
-    #scope-tree { width: 34; border-right: solid $primary-background; }
-    #filters { height: auto; padding: 0 1; }
-    #filters Input { width: 24; }
-    #filters Select { width: 22; }
+    #scope-tree { width: 30%; min-width: 20; max-width: 32; border-right: solid $primary-background; }
+    #browse-main { width: 1fr; }
+    #filters { height: auto; }
+    #filters Input { width: 1fr; min-width: 12; }
+    #filter-stale { width: auto; }
     #fragments { height: 1fr; }
+    #browse-detail { height: 1; padding: 0 1; background: $boost; text-wrap: nowrap; text-overflow: ellipsis; }
     """
     BINDINGS = [
         Binding("enter", "open", "Open", id="browse-open", show=False),
+        *row_bindings("browse"),
+        Binding("t", "toggle_tree", "Tree", id="browse-tree"),
         Binding("s", "toggle_stale", "Stale only", id="browse-stale"),
-        Binding("r", "reload", "Reload", id="browse-reload"),
+        Binding("f", "filter", "Filter by owner", id="browse-filter", show=False),
+        Binding("r", "reload", "Reload", id="browse-reload", show=False),
+        Binding("escape", "focus_table", "Back to the table", id="browse-table", show=False),
     ]
+    LETTER_ACTIONS = ROW_ACTIONS | {"toggle_tree", "toggle_stale", "filter", "reload"}
 
     def __init__(self) -> None:
         super().__init__()
-        self.scope: Scope | None = None
+        self.branch = Branch()
+        self.items: list | None = None     # every visible row, as last read from the store
+        self.rows: list = []               # the rows the table shows
         self._load_token: object | None = None
+        self._filter_timer = None
+        self._title_w = 0
+        self._painted = False
+
+    @property
+    def _ids(self) -> list[str]:
+        return [r.id for r in self.rows]
 
     def body(self) -> ComposeResult:
         with Horizontal(id="browse-body"):
-            yield Tree("Scopes", id="scope-tree")
-            with Vertical():
+            yield Tree(Text("all scopes"), data=Branch(), id="scope-tree")
+            with Vertical(id="browse-main"):
                 with Horizontal(id="filters"):
-                    yield Input(placeholder="owner", id="filter-owner")
-                    yield Select([(k, k) for k in KINDS], prompt="any kind", id="filter-kind")
-                    yield Checkbox("stale only", id="filter-stale")
-                yield Static("", id="browse-count", classes="hint")
+                    yield Input(placeholder="owner (fuzzy)", id="filter-owner",
+                                tooltip="owner: a prefix (mar) or letters in order (mbianchi)")
+                    yield Input(placeholder="kind (fuzzy)", id="filter-kind",
+                                tooltip="kind: a prefix (anti) or letters in order (ap)")
+                    yield Checkbox("stale", id="filter-stale", tooltip="stale only (s)")
+                yield Static("loading…", id="browse-count", classes="hint", markup=False)
                 yield DataTable(id="fragments", cursor_type="row", zebra_stripes=True)
+                yield Static("", id="browse-detail", markup=False)
 
     def on_mount(self) -> None:
+        tree = self.query_one("#scope-tree", Tree)
+        tree.auto_expand = False           # enter selects a node; space folds it
+        tree.guide_depth = 2               # narrow guides: the counts stay in view at 80 columns
         table = self.query_one("#fragments", DataTable)
-        table.add_columns("id", "kind", "owner", "age", "badges", "title", "scope")
-        self.reload(rebuild_tree=True)
+        table.add_columns("id", "title", "kind", "owner", "age", "badges", "scope")
         table.focus()
-        self.call_after_refresh(self.app.painted)
+        self.reload()
 
-    def reload(self, rebuild_tree: bool = False) -> None:
-        owner = self.query_one("#filter-owner", Input).value.strip() or None
-        kind = self.query_one("#filter-kind", Select).value
-        kind = None if kind is Select.NULL else kind
-        stale = self.query_one("#filter-stale", Checkbox).value
-        everything = self.app.attempt(self.wb.browse, principal=self.me, now=self.app.clock())
-        if everything is None:
+    # -- reading -------------------------------------------------------------------------
+
+    def reload(self) -> None:
+        """Read the rows again (after a write, or `r`); node, filters and cursor are kept."""
+        self.app.submit(self.wb.browse, principal=self.me, now=self.app.clock(), done=self._loaded,
+                        failed=self._load_failed, key="browse", label="loading fragments…")
+
+    def _load_failed(self, error) -> None:
+        from ..messages import plain
+
+        self.query_one("#browse-count", Static).update(f"could not read the fragments: {plain(error.message)}")
+        self.notify(plain(error.message), title="Not loaded", severity="error", timeout=8)
+
+    def _loaded(self, items: list) -> None:
+        self.items = items
+        self._fill_tree()
+        self._show_rows(keep=True)
+        if not self._painted:
+            self._painted = True
+            self.call_after_refresh(self.app.painted)
+            self.call_after_refresh(self._warm_search)
+
+    def _warm_search(self) -> None:
+        """After the first paint: the lexical index, so the first search answers at once."""
+        from .search import warm_lexical
+
+        self.app.submit(warm_lexical, self.wb, failed=lambda _: None)
+
+    def _fill_tree(self) -> None:
+        """Rebuild the tree from the rows, keeping folded nodes folded and the cursor's node."""
+        tree = self.query_one("#scope-tree", Tree)
+        folded = {n.data for n in _walk(tree.root) if n.children and not n.is_expanded}
+        at = tree.cursor_node.data if tree.cursor_node is not None else None
+        counts = scope_tree(self.items or [])
+        tree.reset(Text(f"all scopes ({len(self.items or [])})"), Branch())
+        nodes = {Branch(): tree.root}
+        for org, o in sorted(counts.items()):
+            org_node = tree.root.add(Text(f"{org} ({o['count']})"), data=Branch(org))
+            nodes[org_node.data] = org_node
+            # repos by name, then the org's fragments without a repo
+            for repo, r in sorted(o["repos"].items(), key=lambda kv: (kv[0] == ORG_WIDE, kv[0])):
+                repo_node = org_node.add(Text(f"{repo} ({r['count']})"), data=Branch(org, repo),
+                                         allow_expand=bool(r["personas"]))
+                nodes[repo_node.data] = repo_node
+                for persona, n in sorted(r["personas"].items()):
+                    leaf = repo_node.add_leaf(Text(f"{persona} ({n})"), data=Branch(org, repo, persona))
+                    nodes[leaf.data] = leaf
+        for branch, node in nodes.items():
+            if node.children and branch not in folded:
+                node.expand()
+        target = nodes.get(at) or nodes.get(self.branch)
+        if target is not None:
+            self.call_after_refresh(tree.move_cursor, target)
+
+    # -- the table -----------------------------------------------------------------------
+
+    def _filters(self) -> tuple[str, str, bool]:
+        return (self.query_one("#filter-owner", Input).value, self.query_one("#filter-kind", Input).value,
+                self.query_one("#filter-stale", Checkbox).value)
+
+    def _show_rows(self, keep: bool = True) -> None:
+        """Fill the table from the rows read last, through the node and the filters; with
+        ``keep``, the cursor stays on the same fragment (or row) when it is still there."""
+        if self.items is None:
             return
-        if rebuild_tree:
-            self._fill_tree(everything)
-        rows = [r for r in everything if (owner is None or r.owner == owner) and (kind is None or r.kind == kind)
-                and (self.scope is None or self.scope.contains(r.scope)) and (not stale or r.stale)]
-        now = self.app.clock()
         table = self.query_one("#fragments", DataTable)
-        table.clear()
-        cells = [(r.id, r.kind, r.owner, age(r.last_touched, now),
-                  " ".join(b for b in ("stale" if r.stale else "", "📌 pinned" if r.pinned else "") if b),
-                  r.title if len(r.title) <= 56 else r.title[:55] + "…", str(r.scope)) for r in rows]
+        before = self.rows[table.cursor_row].id if keep and self.rows and table.cursor_row < len(self.rows) else None
+        row_at = table.cursor_row if keep else 0
+        owner, kind, stale = self._filters()
+        self.rows = shown = rows(self.items, branch=self.branch, owner=owner, kind=kind, stale=stale)
+        where = {r.id: i for i, r in enumerate(shown)}
+        target = where.get(before, min(row_at, len(shown) - 1)) if shown else 0
+        self._title_w = width = title_width(self.app.size.width, self.query_one("#scope-tree").display)
+        now, orgs = self.app.clock(), self.me.orgs
+        cells = [(Text(short_id(r.id)), Text(clip(r.title, width)), Text(r.kind), Text(r.owner),
+                  Text(age(r.last_touched, now)),
+                  Text(" ".join(b for b in ("stale" if r.stale else "", "📌" if r.pinned else "") if b)),
+                  Text(scope_label(r.scope, orgs))) for r in shown]
         # DataTable measures every cell it is given: paint a screenful first, then the rest in
         # batches, so a 10k-fragment workspace paints fast and the UI stays responsive.
         self._load_token = token = object()
-        table.add_rows(cells[:FIRST_PAGE])
-        self._add_later(table, cells[FIRST_PAGE:], token)
-        self._ids = [r.id for r in rows]
-        where = str(self.scope) if self.scope else "all scopes"
-        self.query_one("#browse-count", Static).update(f"{len(rows)} fragments · {where}")
+        table.clear()
+        first = max(FIRST_PAGE, target + 1)
+        table.add_rows(cells[:first])
+        self._add_later(table, cells[first:], token)
+        if shown:
+            table.move_cursor(row=target, animate=False)
+        self._count(owner, kind, stale)
+        self._detail()
 
     def _add_later(self, table: DataTable, cells: list, token: object) -> None:
         if not cells or token is not self._load_token:
@@ -93,45 +196,100 @@ class BrowseScreen(WbScreen):
                 self._add_later(table, cells[BATCH:], token)
         self.set_timer(0.02, add)
 
-    def _fill_tree(self, rows) -> None:
-        tree = self.query_one("#scope-tree", Tree)
-        tree.clear()
-        tree.root.data = None
-        tree.root.expand()
-        for org, o in sorted(scope_tree(rows).items()):
-            org_node = tree.root.add(f"{org} ({o['count']})", data=Scope(org), expand=True)
-            for repo, r in sorted(o["repos"].items()):
-                repo_scope = Scope(org, None if repo == "(org-wide)" else repo)
-                repo_node = org_node.add(f"{repo} ({r['count']})", data=repo_scope, expand=True)
-                for persona, n in sorted(r["personas"].items()):
-                    repo_node.add_leaf(f"{persona} ({n})", data=Scope(org, repo_scope.repo, persona))
+    def _count(self, owner: str, kind: str, stale: bool) -> None:
+        parts = [f"{len(self.rows)} fragments · {self.branch}"]
+        for label, typed, values in (("owner", owner, {s.owner for s in self.items or []}),
+                                     ("kind", kind, {s.kind for s in self.items or []})):
+            if typed.strip():
+                found = sorted(matching(typed, values))
+                parts.append(f"{label} {', '.join(found[:3])}{' …' if len(found) > 3 else ''}" if found
+                             else f"no {label} matches “{typed.strip()}”")
+        if stale:
+            parts.append("stale only")
+        self.query_one("#browse-count", Static).update(" · ".join(parts))
+
+    def _detail(self) -> None:
+        """The highlighted row in full: id, scope, title (the table cuts them)."""
+        row = self.row_fragment()
+        self.query_one("#browse-detail", Static).update(f"{row.id} · {row.scope} · {row.title}" if row else "")
+
+    def row_fragment(self) -> RowFragment | None:
+        table = self.query_one("#fragments", DataTable)
+        if not self.rows or not 0 <= table.cursor_row < len(self.rows):
+            return None
+        r = self.rows[table.cursor_row]
+        return RowFragment(r.id, r.title, r.scope)
+
+    def on_resize(self) -> None:
+        if self.items is not None and title_width(self.app.size.width,
+                                                  self.query_one("#scope-tree").display) != self._title_w:
+            self._show_rows(keep=True)
+
+    # -- events ----------------------------------------------------------------------------
 
     @on(Tree.NodeSelected, "#scope-tree")
     def _scope_chosen(self, event: Tree.NodeSelected) -> None:
-        self.scope = event.node.data
-        self.reload()
+        self.branch = event.node.data or Branch()
+        self._show_rows(keep=False)
+
+    @on(Input.Changed, "#filter-owner")
+    @on(Input.Changed, "#filter-kind")
+    def _typed(self) -> None:
+        if self._filter_timer is not None:
+            self._filter_timer.stop()
+        self._filter_timer = self.set_timer(FILTER_DEBOUNCE_S, lambda: self._show_rows(keep=True))
 
     @on(Input.Submitted, "#filter-owner")
-    @on(Select.Changed, "#filter-kind")
+    @on(Input.Submitted, "#filter-kind")
+    def _filter_done(self) -> None:
+        if self._filter_timer is not None:
+            self._filter_timer.stop()
+        self._show_rows(keep=True)
+        self.action_focus_table()
+
     @on(Checkbox.Changed, "#filter-stale")
-    def _filters_changed(self) -> None:
-        self.reload()
+    def _stale_changed(self) -> None:
+        self._show_rows(keep=True)
+
+    @on(DataTable.RowHighlighted, "#fragments")
+    def _highlighted(self) -> None:
+        self._detail()
 
     @on(DataTable.RowSelected, "#fragments")
-    def _row_chosen(self, event: DataTable.RowSelected) -> None:
-        self.app.open_fragment(self._ids[event.cursor_row])
+    def _row_chosen(self) -> None:
+        self.open_row()
+
+    # -- actions ---------------------------------------------------------------------------
 
     def action_open(self) -> None:
-        table = self.query_one("#fragments", DataTable)
-        if self._ids:
-            self.app.open_fragment(self._ids[table.cursor_row])
+        self.open_row()
 
     def action_toggle_stale(self) -> None:
         box = self.query_one("#filter-stale", Checkbox)
         box.value = not box.value
 
+    def action_toggle_tree(self) -> None:
+        tree = self.query_one("#scope-tree", Tree)
+        tree.display = not tree.display
+        if not tree.display and self.focused is tree:
+            self.action_focus_table()
+        self._show_rows(keep=True)
+
+    def action_filter(self) -> None:
+        self.query_one("#filter-owner", Input).focus()
+
+    def action_focus_table(self) -> None:
+        self.query_one("#fragments", DataTable).focus()
+
     def action_reload(self) -> None:
-        self.reload(rebuild_tree=True)
+        self.reload()
 
     def commands(self):
-        return [("Stale only", self.action_toggle_stale), ("Reload", self.action_reload)]
+        return [("Stale only", self.action_toggle_stale), ("Show or hide the scope tree", self.action_toggle_tree),
+                ("Reload", self.action_reload), *self.row_commands()]
+
+
+def _walk(node):
+    yield node
+    for child in node.children:
+        yield from _walk(child)

@@ -50,7 +50,8 @@ def screen_title(cls: type) -> str:
     return {"AntiPattern": "New anti-pattern", "Discard": "Discard changes? (dialog)",
             "Conflict": "Edit conflict (dialog)", "Prompt": "Prompt (dialog)",
             "Confirm": "Confirm (dialog)", "Diff": "Diff versions (dialog)", "Revert": "Revert? (dialog)",
-            "PinDialog": "Pin (dialog)", "StartFailed": "Start-up failure"}.get(name, name)
+            "PinDialog": "Pin (dialog)", "UnpinDialog": "Unpin (dialog)", "SnoozeDialog": "Snooze (dialog)",
+            "StartFailed": "Start-up failure"}.get(name, name)
 
 
 def own_bindings(cls: type) -> Iterator[Binding]:

@@ -1,52 +1,202 @@
-"""Search: hybrid results update as you type, with the score breakdown, the calibrated
-confidence, each hit's scope, superseded fragments marked, and an explain pane (settings and
-stage timings)."""
+"""Search: results as you type (rank, title, id, confidence, score, kind, scope), with an explain
+pane for the highlighted hit (its full id, scope and title, the score breakdown, the settings
+and stage timings) and pin, unpin, verify, snooze and edit on any result.
+
+Never blocked by the model: until the embedding model has loaded (``app.model_ready``), a query
+is answered lexically (BM25, without the model, so without a calibrated confidence: "…"),
+labelled so in the status line, and asked again as hybrid as soon as the model is ready.
+Every search runs through ``app.submit`` (key "search": only the newest answer is shown).
+"""
 
 from __future__ import annotations
 
-from textual import on, work
+from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Input, Static
 
-from ...errors import WorkbenchError
+from ...browse import clip, scope_label
+from ..messages import plain
 from .base import WbScreen
+from .rowactions import RowActions, RowFragment, row_bindings
 
-DEBOUNCE_S = 0.25
+DEBOUNCE_S = 0.15
+MODEL_POLL_S = 0.25
+PREVIEW_NOTE = "lexical results while the model loads"
 
 
-class SearchScreen(WbScreen):
+def column_widths(width: int) -> dict[str, int]:
+    """Characters shown of the clipped columns at a terminal ``width``: the title takes what the
+    others leave (the explain pane has everything in full)."""
+    small = width < 100
+    widths = {"id": 10 if small else 20, "kind": 8 if small else 15, "scope": 16 if small else 24}
+    fixed = 7 * 2 + 2 + 4 + 4 + 2 + sum(widths.values())   # padding, rank, conf, score, scrollbar
+    return {"title": max(16, min(60, width - fixed)), **widths}
 
+
+def warm_lexical(wb) -> int:
+    """Build the search index and its BM25 backend (no model): run as a job after the first
+    paint, so the first search is answered at once. Returns the number of fragments indexed."""
+    index = wb.search_index()
+    index.lexical("bm25s")
+    return len(index.ids)
+
+
+def _num(value) -> str:
+    return "-" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+class SearchScreen(RowActions, WbScreen):
+    """Search as you type; act on any result."""
+
+    FORM = True
     DEFAULT_CSS = """
     #search-input { margin: 0 1; }
+    #search-status { height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
     #results { height: 1fr; }
-    #explain { height: auto; max-height: 12; padding: 0 1; border-top: solid $primary-background; }
+    #explain { height: auto; max-height: 8; padding: 0 1; border-top: solid $primary-background; }
     """
     BINDINGS = [
         Binding("escape", "back", "Back", id="search-back"),
         Binding("f2", "toggle_explain", "Explain", id="search-explain"),
         Binding("down", "focus_results", "Results", id="search-results", show=False),
+        *row_bindings("search"),
     ]
 
     def __init__(self, query: str = "") -> None:
         super().__init__()
         self.initial = query
-        self.hits = []
+        self.query_text = ""
+        self.hits: list = []
         self.result = None
+        self.preview = False          # the hits shown are the lexical preview
         self._timer = None
+        self._poll = None
 
     def body(self) -> ComposeResult:
         yield Input(value=self.initial, placeholder="search as you type…", id="search-input")
-        yield Static("type to search", id="search-status", classes="hint")
+        yield Static("type to search", id="search-status", classes="hint", markup=False)
         yield DataTable(id="results", cursor_type="row", zebra_stripes=True)
-        yield Static("", id="explain")
+        yield Static("", id="explain", markup=False)
 
     def on_mount(self) -> None:
-        self.query_one("#results", DataTable).add_columns(
-            "#", "id", "kind", "score", "conf", "lexical", "dense", "fresh", "auth", "pin", "scope", "title")
+        self.query_one("#results", DataTable).add_columns("#", "title", "id", "conf", "score", "kind", "scope")
         self.query_one("#search-input", Input).focus()
         if self.initial:
             self.run_search(self.initial)
+
+    # -- searching -----------------------------------------------------------------------
+
+    def _lexical_only(self) -> bool:
+        """Answer lexically: the app is loading the model (or could not), so a hybrid search
+        would wait for it. An app that does not warm the model ("off") loads it on first use."""
+        return not self.app.model_ready and self.app.model_state in ("not loaded", "loading", "failed")
+
+    def run_search(self, query: str) -> None:
+        if not query.strip():
+            return
+        self.query_text = query
+        preview = self._lexical_only()
+        options = {"pipeline": "bm25", "calibrate": False} if preview else {}
+        from ...retrieval.embedder import model_loaded
+
+        self._status("searching (lexical while the model loads)…" if preview else
+                     "searching…" if model_loaded() else "searching (loading the model the first time)…")
+        self.app.submit(self.wb.search, query, principal=self.me, k=20, trace=False, now=self.app.now,
+                        done=lambda result: self.show(result, preview=preview), failed=self._failed,
+                        key="search", label="searching…", **options)
+
+    def reload(self) -> None:
+        """After a write (here or elsewhere): ask the same query again."""
+        if self.query_text:
+            self.run_search(self.query_text)
+
+    def _failed(self, error) -> None:
+        self._status(plain(error.message))
+
+    def _status(self, text: str) -> None:
+        self.query_one("#search-status", Static).update(text)
+
+    def _watch_model(self) -> None:
+        """While a preview is shown: ask again as hybrid once the model is ready."""
+        if self._poll is None and self.app.model_state != "failed":
+            self._poll = self.set_interval(MODEL_POLL_S, self._model_check)
+
+    def _model_check(self) -> None:
+        if not self.app.model_ready and self.app.model_state != "failed":
+            return
+        self._poll.stop()
+        self._poll = None
+        if self.preview and self.query_text and self.app.screen is self:
+            self.run_search(self.query_text)
+
+    def on_screen_resume(self) -> None:
+        if self.preview and self.app.model_ready and self.query_text:
+            self.run_search(self.query_text)
+
+    # -- showing -------------------------------------------------------------------------
+
+    def show(self, result, preview: bool = False) -> None:
+        table = self.query_one("#results", DataTable)
+        before = self.hits[table.cursor_row].id if self.hits and table.cursor_row < len(self.hits) else None
+        self.result, self.preview = result, preview
+        if preview:  # the first answer is on screen: now the model may take the CPU
+            self.app.ensure_model()
+        self.hits = list(result.hits) + list(result.avoid)
+        widths = column_widths(self.app.size.width)
+        orgs = self.me.orgs
+        table.clear()
+        for h in self.hits:
+            f = h.fragment
+            kind = "avoid" if h in result.avoid else f.kind
+            title = ("(old) " if h.superseded_by else "") + f.title
+            conf = "…" if h.confidence is None else f"{h.confidence:.2f}"
+            table.add_row(Text(str(h.rank)), Text(clip(title, widths["title"])), Text(clip(h.id, widths["id"])),
+                          Text(conf), Text(f"{h.score:.2f}"), Text(clip(kind, widths["kind"])),
+                          Text(clip(scope_label(f.scope, orgs), widths["scope"])))
+        ids = [h.id for h in self.hits]
+        if before in ids:
+            table.move_cursor(row=ids.index(before), animate=False)
+        note = ""
+        if preview:
+            note = " · " + (PREVIEW_NOTE if self.app.model_state != "failed" else
+                            "lexical results (the model is unavailable)")
+            self._watch_model()
+        self._status(f"{len(result.hits)} hits, {len(result.avoid)} to avoid for “{result.query}”{note}")
+        self._explain()
+
+    def _explain(self) -> None:
+        if self.result is None:
+            return
+        r, lines = self.result, []
+        table = self.query_one("#results", DataTable)
+        if self.hits and table.cursor_row < len(self.hits):
+            h = self.hits[table.cursor_row]
+            f, s = h.fragment, h.scores
+            conf = "… (lexical preview: no model yet)" if h.confidence is None else f"{h.confidence:.2f}"
+            lines += [f"{h.id} v{f.version} · {f.scope} · owner {f.owner}",
+                      f.title,
+                      (f"score {h.score:.3f} · confidence {conf} · lexical {_num(s['lexical'])} · "
+                       f"dense {_num(s['dense'])} · fresh {_num(s['freshness'])} · auth {_num(s['authority'])} · "
+                       f"pin {'yes' if s['pinned'] else 'no'} · fused {_num(s['fused'])}")]
+            if h.superseded_by:
+                lines.append(f"{h.id} is {h.superseded_label()}: prefer it")
+        st = r.settings
+        lines.append(f"pipeline {st['pipeline']} · fusion {st['fusion']} · lexical {st['lexical']} · "
+                     f"dense {st['dense']} · freshness weight {st['freshness_weight']} · "
+                     f"authority weight {st['authority_weight']}")
+        lines.append("stages: " + ", ".join(f"{k} {v:.1f} ms" for k, v in r.stages_ms.items()))
+        self.query_one("#explain", Static).update("\n".join(lines))
+
+    def row_fragment(self) -> RowFragment | None:
+        table = self.query_one("#results", DataTable)
+        if not self.hits or not 0 <= table.cursor_row < len(self.hits):
+            return None
+        f = self.hits[table.cursor_row].fragment
+        return RowFragment(f.id, f.title, f.scope, f.version)
+
+    # -- events --------------------------------------------------------------------------
 
     @on(Input.Changed, "#search-input")
     def _typed(self, event: Input.Changed) -> None:
@@ -57,69 +207,17 @@ class SearchScreen(WbScreen):
 
     @on(Input.Submitted, "#search-input")
     def _submitted(self, event: Input.Submitted) -> None:
+        if self._timer is not None:
+            self._timer.stop()
         self.run_search(event.value)
-
-    @work(thread=True, exclusive=True, group="search", exit_on_error=False)
-    def run_search(self, query: str) -> None:
-        if not query.strip():
-            return
-        self.app.call_from_thread(self._status, "searching…" if self.app.model_ready else
-                                  "searching (loading the model the first time)…")
-        try:
-            result = self.app.call(self.wb.search, query, principal=self.me, k=20, trace=False, now=self.app.now)
-        except WorkbenchError as e:
-            self.app.call_from_thread(self._status, e.message)
-            return
-        self.app.model_ready = True
-        self.app.call_from_thread(self.show, result)
-
-    def _status(self, text: str) -> None:
-        self.query_one("#search-status", Static).update(text)
-
-    def show(self, result) -> None:
-        self.result = result
-        self.hits = list(result.hits) + list(result.avoid)
-        table = self.query_one("#results", DataTable)
-        table.clear()
-        fmt = lambda v: "-" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))  # noqa: E731
-        for h in self.hits:
-            s = h.scores
-            kind = h.fragment.kind + (" (avoid)" if h in result.avoid else "") + (
-                " (superseded)" if h.superseded_by else "")
-            title = h.fragment.title if len(h.fragment.title) <= 48 else h.fragment.title[:47] + "…"
-            table.add_row(str(h.rank), h.id, kind, fmt(h.score), f"{h.confidence:.2f}", fmt(s["lexical"]),
-                          fmt(s["dense"]), fmt(s["freshness"]), fmt(s["authority"]), "📌" if s["pinned"] else "",
-                          str(h.fragment.scope), title)
-        self._status(f"{len(result.hits)} hits, {len(result.avoid)} to avoid for “{result.query}”")
-        self._explain()
-
-    def _explain(self) -> None:
-        if self.result is None:
-            return
-        r = self.result
-        stages = ", ".join(f"{k} {v:.1f} ms" for k, v in r.stages_ms.items())
-        s = r.settings
-        text = (f"pipeline {s['pipeline']} · fusion {s['fusion']} · lexical {s['lexical']} · dense {s['dense']} · "
-                f"freshness weight {s['freshness_weight']} · authority weight {s['authority_weight']}\n"
-                f"stages: {stages}")
-        table = self.query_one("#results", DataTable)
-        if self.hits and table.cursor_row < len(self.hits):
-            h = self.hits[table.cursor_row]
-            fused = h.scores["fused"]
-            text += (f"\n{h.id}: fused {fused if fused is None else round(fused, 3)} × freshness/authority priors "
-                     f"→ {h.score:.3f} (of the best); confidence {h.confidence:.2f}; "
-                     f"scope {h.fragment.scope}; owner {h.fragment.owner}")
-            if h.superseded_by:
-                text += f"\n{h.id} is {h.superseded_label()}: prefer it"
-        self.query_one("#explain", Static).update(text)
 
     @on(DataTable.RowHighlighted, "#results")
     def _highlighted(self) -> None:
         self._explain()
 
     @on(DataTable.RowSelected, "#results")
-    def _chosen(self, event: DataTable.RowSelected) -> None:
-        self.app.open_fragment(self.hits[event.cursor_row].id)
+    def _chosen(self) -> None:
+        self.open_row()
 
     def action_toggle_explain(self) -> None:
         pane = self.query_one("#explain")
@@ -131,6 +229,9 @@ class SearchScreen(WbScreen):
             table.focus()
         else:
             table.action_cursor_down()
+
+    def commands(self):
+        return [("Show or hide the explain pane", self.action_toggle_explain), *self.row_commands()]
 
     def action_back(self) -> None:
         self.app.pop_screen()
