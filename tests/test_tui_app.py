@@ -205,3 +205,33 @@ async def test_the_workspace_is_kept_while_in_use_and_let_go_when_another_proces
         app.open_fragment("nw-rb-psp-failover")
         await until(pilot, lambda: getattr(app.screen, "fragment", None) is not None)
         assert app.screen.fragment.version == 2 and "from the CLI" in app.screen.fragment.body
+
+
+async def test_an_ingest_shows_its_progress_bar_and_the_new_rows(wb, tmp_path):
+    from conftest import write_fragment
+
+    folder = tmp_path / "new"
+    for i in range(40):
+        write_fragment(folder, f"nw-note-progress-{i:02d}", title=f"Progress note {i}", owner="marco.bianchi")
+    app = app_for(wb)
+    seen = []
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        real = app.job_progress
+
+        def progress(stage, done, total):  # the bar is updated from the ingest job as it goes
+            seen.append((stage, done, total))
+            real(stage, done, total)
+        app.job_progress = progress
+        app.ingest_folder(str(folder))
+        assert app.screen.query_one("#job").display  # shown from the start, not only once progress arrives
+        await until(pilot, lambda: any("ingest:" in n.message or n.severity == "error" for n in app._notifications))
+        assert not [n.message for n in app._notifications if n.severity == "error"]
+        await settle(pilot)
+        assert seen and seen[-1][1] == seen[-1][2] and seen[-1][2] >= 40
+        assert not app.screen.query_one("#job").display
+        message = next(n.message for n in app._notifications if "ingest:" in n.message)
+        assert "40 added" in message
+        assert sum(1 for f in wb.list(principal="marco.bianchi") if f.id.startswith("nw-note-progress-")) == 40
+        assert type(app.screen).__name__ == "BrowseScreen"  # and Browse shows the new rows
+        assert "nw-note-progress-00" in {r.id for r in app.screen.items}

@@ -203,7 +203,8 @@ def tui_flow(workspace: Path, principal: str, query: str, fragment_id: str, runs
     import subprocess
     import sys
 
-    found: dict[str, list[float]] = {"first_search_s": [], "open_after_idle_s": [], "quit_s": []}
+    found: dict[str, list[float]] = {"first_search_s": [], "open_after_idle_s": [], "open_after_idle_settled_s": [],
+                                     "quit_s": []}
     for _ in range(runs):
         env = {**os.environ, "WORKBENCH_PROBE_T0": repr(time.time())}
         proc = subprocess.Popen([sys.executable, "-m", "workbench.tui.firstpaint", str(workspace), principal,
@@ -219,6 +220,7 @@ def tui_flow(workspace: Path, principal: str, query: str, fragment_id: str, runs
             return {"error": proc.stderr.read().strip().splitlines()[-1:]}
         found["first_search_s"].append(data["first_search_s"])
         found["open_after_idle_s"].append(data["open_after_idle_s"])
+        found["open_after_idle_settled_s"].append(data["open_after_idle_settled_s"])
         found["quit_s"].append(ended - data["quit_at"])
     return {name: {"median": round(float(np.median(v)), 3), "max": round(max(v), 3)} for name, v in found.items()}
 

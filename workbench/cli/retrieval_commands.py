@@ -242,4 +242,8 @@ def _bench(args):
                 "lexical_rebuild_ms", "peak_rss_mb"):
         print(f"{key}: {result[key]}")
     print(f"dense paths: {result['dense_paths']}")
-    print(f"TUI first paint: {result['tui_first_paint_s']}")
+    paint = dict(result["tui_first_paint_s"])
+    flow = paint.pop("flow", None)
+    print(f"TUI first paint: {paint}")
+    if flow:
+        print(f"TUI flow (first search after launch, open after 10 s idle, quit): {flow}")

@@ -196,8 +196,14 @@ class WorkbenchApp(App):
 
         self.push_screen(BrowseScreen())
         self.set_interval(0.5, self._release_when_idle)
+        self.set_timer(1.0, self._preload)
         if self.load_model:  # not at once: importing torch starves the UI thread of the GIL for seconds
             self.set_timer(MODEL_DELAY_S, self.ensure_model)
+
+    def _preload(self) -> None:
+        """Import the screens one opens next while the user looks at the first one, so the first
+        open of a fragment or the editor does not pay for their imports."""
+        from .screens import diff, edit, fragment, revert, search  # noqa: F401
 
     def ensure_model(self) -> None:
         """Start loading the embedding model unless it is loading, loaded, or off. Called a few
@@ -385,7 +391,7 @@ class WorkbenchApp(App):
 
     def ingest_folder(self, folder: str) -> None:
         def job(progress) -> str:
-            report = self.wb.ingest([Path(folder)], actor=self.me, progress=progress).to_dict()
+            report = self.wb.ingest([Path(folder)], actor=self.principal, progress=progress).to_dict()
             return (f"ingest: {report['added']} added, {report['updated']} updated, {report['unchanged']} unchanged, "
                     f"{len(report['errors'])} errors")
         self.run_job(f"ingesting {folder}", job)
