@@ -235,3 +235,22 @@ async def test_an_ingest_shows_its_progress_bar_and_the_new_rows(wb, tmp_path):
         assert sum(1 for f in wb.list(principal="marco.bianchi") if f.id.startswith("nw-note-progress-")) == 40
         assert type(app.screen).__name__ == "BrowseScreen"  # and Browse shows the new rows
         assert "nw-note-progress-00" in {r.id for r in app.screen.items}
+
+
+def test_the_lexical_preview_uses_the_persisted_fts_index_when_current(wb):
+    from workbench.tui.screens.search import lexical_preview
+
+    assert wb.quick_lexical() == "bm25s"  # never built: the in-memory BM25 index answers
+    first = lexical_preview(wb, "customer charged twice", principal="marco.bianchi", trace=False)
+    assert first.settings["lexical"] == "bm25s" and first.hits
+    assert all(h.confidence is None for h in first.hits)
+    wb.search_index().lexical("duckdb-fts")  # persisted in the workspace for this generation
+    assert wb.quick_lexical() == "duckdb-fts"
+    again = lexical_preview(wb, "customer charged twice", principal="marco.bianchi", trace=False)
+    assert again.settings["lexical"] == "duckdb-fts"
+    assert "nw-rb-duplicate-charge" in [h.id for h in first.hits[:3]] and \
+        "nw-rb-duplicate-charge" in [h.id for h in again.hits[:3]]
+    visible = {f.id for f in wb.list(principal="marco.bianchi")}
+    assert {h.id for h in again.hits} <= visible
+    wb.edit("nw-rb-psp-failover", "A new body.", reason="move the generation", actor="marco.bianchi")
+    assert wb.quick_lexical() == "bm25s"  # stale after a write: not used until rebuilt

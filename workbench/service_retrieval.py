@@ -92,6 +92,13 @@ class RetrievalMixin:
         return {"fragments": len(index.ids), "embedded": self.store.embedding_count(self.embedder.name) - before,
                 "generation": index.generation}
 
+    def quick_lexical(self) -> str:
+        """The lexical backend that answers a first query in a fresh process fastest:
+        ``duckdb-fts`` when its index, persisted in the workspace, is current (no build: ~20 ms a
+        query at 10k fragments), else ``bm25s`` (built in memory, ~2 s at 10k)."""
+        current = self.store.fts_generation() == self.store.generation()
+        return "duckdb-fts" if current else "bm25s"
+
     # -- pins as retrieval sees them --------------------------------------------------
 
     def applicable_pins(self, principal: Principal, within: Scope | None, now: datetime) -> list[str]:

@@ -20,9 +20,10 @@ def add_tui_commands(sub: argparse._SubParsersAction) -> None:
 
 @command("tui")
 def _tui(args):
-    from ..tui.app import run
+    from ..tui.app import end_process, run
 
     run(args.workspace, args.principal)
+    end_process(0)  # the screen is restored and the workspace closed: do not wait for daemon jobs
 
 
 @command("serve")

@@ -39,6 +39,11 @@ class FtsQueries:
                         "stopwords='english', overwrite=1)")
                 self._q("INSERT OR REPLACE INTO meta VALUES ('fts_generation', ?)", [str(generation)])
 
+    def fts_generation(self) -> int | None:
+        """The index generation the persisted FTS index was built for (None: never built)."""
+        rows = self._q("SELECT value FROM meta WHERE key = 'fts_generation'")
+        return int(rows[0][0]) if rows else None
+
     def fts_doc_ids(self) -> dict[str, int]:
         """Fragment id → the FTS index's doc id."""
         return {name: int(docid) for name, docid in self._q("SELECT name, docid FROM fts_main_fts_docs.docs")}

@@ -430,8 +430,28 @@ def run(workspace: str | None = None, principal: str | None = None) -> None:
     try:
         app.run()
     finally:
-        if app.lock.acquire(timeout=0.5):
-            try:
-                wb.close()
-            finally:
-                app.lock.release()
+        close_quickly(app, wb)
+
+
+def close_quickly(app: WorkbenchApp, wb) -> None:
+    """Close the workspace if no job holds it within a moment (a job still running is abandoned)."""
+    if app.lock.acquire(timeout=0.3):
+        try:
+            wb.close()
+        finally:
+            app.lock.release()
+
+
+def end_process(code: int = 0) -> None:
+    """End a TUI process at once: jobs and the model load run on daemon threads, and letting the
+    interpreter tear down under them (torch, DuckDB) is slow and can abort. Call only from a
+    process that runs the TUI and nothing else (the `tui` command, the probes)."""
+    import os
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)

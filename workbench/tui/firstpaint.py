@@ -23,9 +23,17 @@ import time
 IDLE_S = 10.0
 
 
+async def _wait(condition, what: str, step: float = 0.01, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out waiting for {what}")
+        await asyncio.sleep(step)
+
+
 async def _paint(workspace: str, principal: str, full: tuple[str, str] | None = None) -> None:
     from ..service import Workbench
-    from .app import WorkbenchApp
+    from .app import WorkbenchApp, close_quickly
 
     t0 = float(os.environ.get("WORKBENCH_PROBE_T0", time.time()))
     wb = Workbench.open(workspace)
@@ -36,6 +44,8 @@ async def _paint(workspace: str, principal: str, full: tuple[str, str] | None = 
         rows = app.screen.query_one("#fragments").row_count
         print(f"painted {rows}", flush=True)
         if full is None:
+            app.action_quit()
+            close_quickly(app, wb)
             return
         query, fragment_id = full
         out: dict[str, float | str] = {"model_at_first_search": app.model_state,
@@ -43,28 +53,30 @@ async def _paint(workspace: str, principal: str, full: tuple[str, str] | None = 
         await pilot.press("slash")
         app.screen.query_one("#search-input").insert_text_at_cursor(query)  # pasted, as typing speed is the user's
         out["typed_s"] = round(time.time() - t0, 3)
-        while not app.screen.query("#results") or app.screen.query_one("#results").row_count == 0:
-            await asyncio.sleep(0.01)
+        def results() -> int:
+            found = app.screen.query("#results")
+            return found.first().row_count if len(found) else 0
+        await _wait(results, "a search result")
         out["first_search_s"] = round(time.time() - t0, 3)
-        while not app.model_ready:           # let the background load finish, so the idle spell is idle
-            await asyncio.sleep(0.05)
+        await _wait(lambda: app.model_ready, "the model")  # let the background load finish: the idle spell is idle
         await pilot.press("escape")
         await asyncio.sleep(IDLE_S)
         t = time.perf_counter()
         app.open_fragment(fragment_id)
-        while getattr(app.screen, "fragment", None) is None:  # set with the body, metadata and history
-            await asyncio.sleep(0.002)
+        await _wait(lambda: getattr(app.screen, "fragment", None) is not None, f"fragment {fragment_id}", 0.002)
         out["open_after_idle_s"] = round(time.perf_counter() - t, 4)
         await pilot.pause()                                   # and laid out, with nothing left pending
         out["open_after_idle_settled_s"] = round(time.perf_counter() - t, 4)
         out["quit_at"] = time.time()
         print(json.dumps(out), flush=True)
         app.action_quit()
-    if app.lock.acquire(timeout=0.5):
-        wb.close()
+    close_quickly(app, wb)
 
 
 if __name__ == "__main__":
     args = sys.argv[1:]
     full = (args[args.index("--full") + 1], args[args.index("--full") + 2]) if "--full" in args else None
     asyncio.run(_paint(args[0], args[1], full))
+    from .app import end_process
+
+    end_process(0)  # as `workbench tui` ends

@@ -192,9 +192,12 @@ class BrowseScreen(RowActions, WbScreen):
 
         def add() -> None:
             if token is self._load_token:
+                if not self.is_current:  # another screen is in front: do not compete with it
+                    self._add_later(table, cells, token)
+                    return
                 table.add_rows(cells[:BATCH])
                 self._add_later(table, cells[BATCH:], token)
-        self.set_timer(0.02, add)
+        self.set_timer(0.02 if self.is_current else 0.25, add)
 
     def _count(self, owner: str, kind: str, stale: bool) -> None:
         parts = [f"{len(self.rows)} fragments · {self.branch}"]

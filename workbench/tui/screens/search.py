@@ -10,6 +10,8 @@ Every search runs through ``app.submit`` (key "search": only the newest answer i
 
 from __future__ import annotations
 
+from functools import partial
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -36,11 +38,18 @@ def column_widths(width: int) -> dict[str, int]:
 
 
 def warm_lexical(wb) -> int:
-    """Build the search index and its BM25 backend (no model): run as a job after the first
-    paint, so the first search is answered at once. Returns the number of fragments indexed."""
+    """Build the search index and, unless the workspace's persisted FTS index is current (then
+    the lexical preview uses it), the BM25 backend: run as a job after the first paint, so the
+    first search is answered at once. Returns the number of fragments indexed."""
     index = wb.search_index()
-    index.lexical("bm25s")
+    if wb.quick_lexical() == "bm25s":
+        index.lexical("bm25s")
     return len(index.ids)
+
+
+def lexical_preview(wb, query: str, **options):
+    """A search that needs no model: lexical only, uncalibrated, on the quickest lexical backend."""
+    return wb.search(query, pipeline="bm25", calibrate=False, lexical=wb.quick_lexical(), **options)
 
 
 def _num(value) -> str:
@@ -98,14 +107,14 @@ class SearchScreen(RowActions, WbScreen):
             return
         self.query_text = query
         preview = self._lexical_only()
-        options = {"pipeline": "bm25", "calibrate": False} if preview else {}
+
         from ...retrieval.embedder import model_loaded
 
         self._status("searching (lexical while the model loads)…" if preview else
                      "searching…" if model_loaded() else "searching (loading the model the first time)…")
-        self.app.submit(self.wb.search, query, principal=self.me, k=20, trace=False, now=self.app.now,
-                        done=lambda result: self.show(result, preview=preview), failed=self._failed,
-                        key="search", label="searching…", **options)
+        self.app.submit(partial(lexical_preview, self.wb) if preview else self.wb.search, query, principal=self.me,
+                        k=20, trace=False, now=self.app.now, done=lambda result: self.show(result, preview=preview),
+                        failed=self._failed, key="search", label="searching…")
 
     def reload(self) -> None:
         """After a write (here or elsewhere): ask the same query again."""
