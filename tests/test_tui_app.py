@@ -254,3 +254,14 @@ def test_the_lexical_preview_uses_the_persisted_fts_index_when_current(wb):
     assert {h.id for h in again.hits} <= visible
     wb.edit("nw-rb-psp-failover", "A new body.", reason="move the generation", actor="marco.bianchi")
     assert wb.quick_lexical() == "bm25s"  # stale after a write: not used until rebuilt
+
+
+def test_graph_node_is_graphs_row_for_that_fragment(wb):
+    rows = {r["id"]: r for r in wb.graph(top=0, principal="marco.bianchi")}
+    for fid in ("nw-adr-0007-idempotency-keys", "nw-rb-psp-failover", "nw-adr-0003-client-retry-tokens"):
+        node = wb.graph_node(fid, principal="marco.bianchi")
+        assert node is not None and rows[fid]["links_out"] == node["links_out"]
+        assert sorted(rows[fid]["links_in"]) == sorted(node["links_in"])
+        assert {k: v for k, v in node.items() if k not in ("links_in", "links_out")} == \
+            {k: v for k, v in rows[fid].items() if k not in ("links_in", "links_out")}
+    assert wb.graph_node("tw-rb-oncall-paging-escalation", principal="marco.bianchi") is None  # not visible

@@ -84,6 +84,24 @@ class GraphMixin:
         rows.sort(key=lambda r: (-r["authority"], r["id"]))
         return rows[:top] if top else rows
 
+    def graph_node(self, fragment_id: str, *, principal: str | Principal | None = None) -> dict | None:
+        """One fragment's row of ``graph`` (authority, links in and out among what the principal
+        sees), without building every row: what a screen showing one fragment needs."""
+        who = self.principal(principal)
+        index = self.search_index()
+        scores = index.graph_authority(index.visible(who))
+        if fragment_id not in scores:
+            return None
+        rank, in_links, out_links = scores[fragment_id]
+        f = index.fragments[index.pos[fragment_id]]
+
+        def targets(g) -> list[str]:
+            return [t for t in dict.fromkeys((*g.links, *g.content.supersedes)) if t in scores and t != g.id]
+        links_in = [fid for fid in scores if fid != fragment_id
+                    and fragment_id in targets(index.fragments[index.pos[fid]])]
+        return {"id": fragment_id, "title": f.title, "kind": f.kind, "authority": round(rank, 6),
+                "in_links": in_links, "out_links": out_links, "links_in": links_in, "links_out": targets(f)}
+
     def _simhashes(self, fragments: list) -> dict[str, int]:
         from .rank.simhash import simhash
         from .retrieval.index import index_text

@@ -30,7 +30,7 @@ def load_fragment(wb, fragment_id: str, principal):
 
 def graph_node(wb, fragment_id: str, principal) -> dict | None:
     """The fragment's row of the authority graph (links in and out), None when it has none."""
-    return next((row for row in wb.graph(top=0, principal=principal) if row["id"] == fragment_id), None)
+    return wb.graph_node(fragment_id, principal=principal)
 
 
 def fragment_markdown(f) -> str:
