@@ -38,8 +38,10 @@ demo: workspace
 	@if [ -t 0 ] && [ -t 1 ]; then $(WB) tui --as marco.bianchi; \
 	 else echo; echo "(not a terminal: run '$(WB) tui' to open the TUI)"; fi
 
+# Two workers: many TUI, CLI and MCP tests wait on a UI or a subprocess, so two cores finish in
+# about 9 minutes what one does in about 15.
 test: $(STAMP) browser
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2
 
 # Headless Chromium (Debian's package) for the test that opens `workbench serve` in a real browser;
 # installed when absent and possible (root with apt-get), otherwise that test is skipped with the reason.
@@ -49,7 +51,7 @@ browser:
 	  || echo "chromium is not installed and cannot be here: the browser tests will be skipped"; }
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -n 2 -m "not slow"
 
 clean:
 	rm -rf $(VENV) $(DEMO) .pytest_cache

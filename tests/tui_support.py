@@ -30,6 +30,8 @@ async def settle(pilot, timeout=60.0) -> None:
     """Wait until every job submitted to the app has been delivered, then let the UI repaint."""
     await pilot.pause()
     await until(pilot, lambda: pilot.app.pending == 0, timeout)
+    await pilot.wait_for_scheduled_animations()
+    await pilot.pause(0.05)  # widgets that mount their content in steps (Markdown) finish on a loaded machine
     await pilot.pause()
 
 
