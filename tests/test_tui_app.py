@@ -240,7 +240,9 @@ async def test_an_ingest_shows_its_progress_bar_and_the_new_rows(wb, tmp_path):
 def test_the_lexical_preview_uses_the_persisted_fts_index_when_current(wb):
     from workbench.tui.screens.search import lexical_preview
 
-    assert wb.quick_lexical() == "bm25s"  # never built: the in-memory BM25 index answers
+    assert wb.quick_lexical() == "duckdb-fts"  # warm (`workbench index`) keeps the persisted FTS index current
+    wb.edit("nw-rb-psp-failover", "A new body.", reason="move the generation", actor="marco.bianchi")
+    assert wb.quick_lexical() == "bm25s"  # stale after a write: the in-memory BM25 index answers
     first = lexical_preview(wb, "customer charged twice", principal="marco.bianchi", trace=False)
     assert first.settings["lexical"] == "bm25s" and first.hits
     assert all(h.confidence is None for h in first.hits)
@@ -252,7 +254,7 @@ def test_the_lexical_preview_uses_the_persisted_fts_index_when_current(wb):
         "nw-rb-duplicate-charge" in [h.id for h in again.hits[:3]]
     visible = {f.id for f in wb.list(principal="marco.bianchi")}
     assert {h.id for h in again.hits} <= visible
-    wb.edit("nw-rb-psp-failover", "A new body.", reason="move the generation", actor="marco.bianchi")
+    wb.edit("nw-rb-psp-failover", "Another body.", reason="again", actor="marco.bianchi")
     assert wb.quick_lexical() == "bm25s"  # stale after a write: not used until rebuilt
 
 

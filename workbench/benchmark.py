@@ -155,6 +155,7 @@ def run(n: int, *, queries: int = 100, workdir: Path | None = None, progress: Ca
             rebuilt.lexical("bm25s")
             lexical_rebuild_ms = (time.perf_counter() - t) * 1000
             dense_paths = dense_comparison(rebuilt, wb, n)
+            wb.warm()  # as `workbench index` leaves it (and the TUI, once its model has loaded)
         say("TUI first paint")
         paint = first_paint(ws, "lead0")
         say("TUI: first search after launch, open after idle, quit")

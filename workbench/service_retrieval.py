@@ -88,6 +88,8 @@ class RetrievalMixin:
         before = self.store.embedding_count(self.embedder.name)
         index = self.search_index(progress)
         index.lexical(lexical)
+        if lexical != "duckdb-fts" and self.store.can_store_derived():
+            index.lexical("duckdb-fts")  # persisted: the next process's first query needs no build (quick_lexical)
         index.vectors()
         return {"fragments": len(index.ids), "embedded": self.store.embedding_count(self.embedder.name) - before,
                 "generation": index.generation}
