@@ -401,3 +401,29 @@ def test_filtered_search_returns_k_whenever_k_match(sample_wb, who, kinds, tags,
                               updated_since=since)
     assert {h.id for h in result.hits} <= matching
     assert len(result.hits) == min(k, len(matching))
+
+
+def test_a_query_is_encoded_on_one_thread_and_batches_keep_theirs():
+    import torch
+
+    from workbench.retrieval.embedder import Embedder
+
+    embedder = Embedder()
+    original = torch.get_num_threads()
+    torch.set_num_threads(2)  # as torch sets itself on a 2-core machine
+    before = torch.get_num_threads()
+    seen = []
+    real = torch.nn.functional.normalize
+
+    def spy(*args, **kwargs):  # called inside the query's forward pass
+        seen.append(torch.get_num_threads())
+        return real(*args, **kwargs)
+    torch.nn.functional.normalize = spy
+    try:
+        query = embedder.encode_query("customer charged twice on retry")
+    finally:
+        torch.nn.functional.normalize = real
+    assert seen and set(seen) == {1} and torch.get_num_threads() == before == 2
+    torch.set_num_threads(original)
+    batch = embedder.encode(["customer charged twice on retry"])[0]
+    assert float(query @ batch) > 0.99999
