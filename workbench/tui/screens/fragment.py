@@ -95,7 +95,10 @@ class FragmentScreen(WbScreen):
 
     def on_mount(self) -> None:
         super().on_mount()
-        self.query_one("#history", DataTable).add_columns("v", "reason", "author", "at")
+        table = self.query_one("#history", DataTable)
+        # fixed widths: the pane is narrow, and auto widths measured while the layout settles differed run to run
+        for label, width in (("v", 3), ("reason", 16), ("author", 12), ("at", 10)):
+            table.add_column(label, width=width)
         self.reload()
         self.query_one("#history", DataTable).focus()
 
