@@ -57,7 +57,7 @@ def test_the_faces_never_decide_who_may_see_or_write():
     """Authorization is the core's (workbench/policy.py through the service): no face applies the
     visibility rule or the policy itself."""
     faces = [*(ROOT / "workbench" / "cli").rglob("*.py"), *(ROOT / "workbench" / "tui").rglob("*.py"),
-             ROOT / "workbench" / "mcp_face.py", ROOT / "workbench" / "mcp_shapes.py"]
+             ROOT / "workbench" / "mcp" / "server.py", ROOT / "workbench" / "mcp" / "shapes.py"]
     pattern = re.compile(r"\.can_see\(|\bpolicy\.(may|require|sees)|from \.+policy import|import policy")
     offenders = [str(p.relative_to(ROOT)) for p in faces if pattern.search(p.read_text())]
     assert offenders == []
@@ -65,7 +65,7 @@ def test_the_faces_never_decide_who_may_see_or_write():
 
 def test_every_write_in_the_service_goes_through_the_policy():
     """Each service module that appends versions also asks the policy (a new write path cannot forget it)."""
-    writers = [p for p in (ROOT / "workbench").glob("service*.py")
+    writers = [p for p in (ROOT / "workbench" / "service").glob("*.py")
                if re.search(r"append_version|write_versions|import_history|put_pin|put_member|put_snooze", p.read_text())]
     assert writers, "no service module writes?"
     for p in writers:

@@ -56,7 +56,7 @@ def test_beir_eval_on_a_tiny_directory_and_cached_embeddings(tmp_path, monkeypat
     assert report["dense"]["queries"] == 3 and METRICS <= set(report["hybrid"])
     assert report["hybrid"]["recall@10"] == 1.0 and report["dense"]["mrr@10"] == 1.0
     # the second run embeds nothing: every corpus vector comes from the cache
-    from workbench.service_retrieval import RetrievalMixin
+    from workbench.service.search import RetrievalMixin
 
     calls = []
     original = RetrievalMixin.embedder.encode

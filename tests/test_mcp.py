@@ -105,7 +105,7 @@ def _trace_ids(wb) -> list[str]:
 
 
 def test_a_context_is_trimmed_to_fit_its_budget_as_a_last_resort(sample_wb):
-    from workbench.mcp_shapes import trimmed
+    from workbench.mcp.shapes import trimmed
 
     ctx = sample_wb.context("how do I roll back a bad deploy", principal="dan.kowalski", budget=1500,
                             min_confidence=0)

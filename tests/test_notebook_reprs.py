@@ -11,7 +11,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from conftest import write_fragment
-from workbench.results import _HIT_HEADERS, EvalReport
+from workbench.retrieval.results import _HIT_HEADERS, EvalReport
 
 SCRIPT = "<script>alert(1)</script>"
 IMG = "<img src=x onerror=alert(1)>"
@@ -127,7 +127,7 @@ def test_eval_report_reprs_escape_pipeline_names():
 
 def test_markdown_markup_in_values_stays_text():
     """Links (javascript: URLs), emphasis and code in a value do not become markup."""
-    from workbench.results import _md, _table_md
+    from workbench.retrieval.results import _md, _table_md
 
     cell = "[click](javascript:alert(1)) **bold** `code` ~~gone~~ $x$ \\| <b>b</b>"
     rendered = markdown(_table_md(["h"], [[cell]]))

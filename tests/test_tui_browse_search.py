@@ -18,7 +18,7 @@ import pytest
 from tui_support import LARGE, NOW, SIZES, app_for, column_visible, inside_screen, settle, until
 
 from workbench import Workbench
-from workbench.browse import (
+from workbench.service.browse import (
     ORG_WIDE,
     Branch,
     branches,

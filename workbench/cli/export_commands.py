@@ -162,7 +162,7 @@ def _import_bundle(args):
 
 @command("mcp")
 def _mcp(args):
-    from ..mcp_face import run
+    from ..mcp.server import run
 
     print(f"workbench MCP server on stdio as {args.principal}", file=sys.stderr, flush=True)
     run(args.workspace, args.principal)

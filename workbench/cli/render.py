@@ -13,7 +13,7 @@ def emit_json(data: Any) -> None:
 
 
 def age(ts: datetime | None, now: datetime | None = None) -> str:
-    from ..browse import age as _age
+    from ..service.browse import age as _age
 
     return _age(ts, now or datetime.utcnow())
 

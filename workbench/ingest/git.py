@@ -3,7 +3,7 @@
 Files at HEAD are chunked (see chunking.py); each chunk becomes a fragment whose id is
 stable across edits (the repository's identity, path, symbol: see git_identity.py), whose
 owner comes from CODEOWNERS or else the file's last author, and whose timestamps come from
-the history. This module only reads: deciding what to write or archive is service_git.py's.
+the history. This module only reads: deciding what to write or archive is the service's (service/ingest_git.py).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, Select, Static
 
 from ...models import Scope
-from ...service_stale import MAX_DAYS
+from ...service.staleness import MAX_DAYS
 
 _CSS = """
 NAME { align: center middle; }

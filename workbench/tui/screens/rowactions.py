@@ -17,7 +17,7 @@ from typing import Any
 from textual.binding import Binding
 from textual.widgets import Button, Input, TextArea
 
-from ...browse import pin_scopes
+from ...service.browse import pin_scopes
 from ...models import Scope
 from ..messages import plain
 

@@ -6,10 +6,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from . import policy
-from .errors import NotFound, PermissionDenied, UserError
-from .models import Fragment, IngestReport, Principal, Scope
-from .store.store import utcnow
+from .. import policy
+from ..errors import NotFound, PermissionDenied, UserError
+from ..models import Fragment, IngestReport, Principal, Scope
+from ..store.store import utcnow
 
 DEFAULT_AGENT_BUDGET = 8000
 
@@ -68,7 +68,7 @@ class ExportMixin:
     def set_fragments(self, name: str, *, principal: str | Principal | None = None) -> list[Fragment]:
         """The set's members: the scope (or the query's hits in it) plus includes, minus excludes,
         active and visible to both the set's owner and the caller."""
-        from .retrieval.index import applies
+        from ..retrieval.index import applies
 
         viewer = self.principal(principal)
         found = self._set(name, viewer)
@@ -108,10 +108,10 @@ class ExportMixin:
         (unless ``allow_secret``), is left out: ``omitted`` counts them. The manifest carries the
         set's definition and the pins in force in a scope that applies to the set's scope (and that
         the principal can see) of the fragments written."""
-        from .export import bundle
-        from .ingest.chunking import CHUNKER_VERSION as GIT_CHUNKER
-        from .retrieval.embedder import MODEL_NAME
-        from .retrieval.index import CHUNKER_VERSION, applies
+        from ..export import bundle
+        from ..ingest.chunking import CHUNKER_VERSION as GIT_CHUNKER
+        from ..retrieval.embedder import MODEL_NAME
+        from ..retrieval.index import CHUNKER_VERSION, applies
 
         who = self.principal(principal)
         found = self._set(set_name, who)
@@ -143,10 +143,10 @@ class ExportMixin:
         of its name exists; an existing one is compared, never changed. Each pin is restored only if
         ``actor`` may pin in its scope; the others are reported, not written. The import, the set
         and each pin restored are recorded as events."""
-        from .errors import Conflict
-        from .export import bundle
-        from .ingest.bundles import BundleReport, check_manifest, check_shapes, plan_import, plan_pins, plan_set
-        from .store.store import VersionWrite
+        from ..errors import Conflict
+        from ..export import bundle
+        from ..ingest.bundles import BundleReport, check_manifest, check_shapes, plan_import, plan_pins, plan_set
+        from ..store.store import VersionWrite
 
         who = self.principal(actor)
         manifest, records = bundle.read(Path(folder))
@@ -228,9 +228,9 @@ class ExportMixin:
         (what does not fit is kept, best first, as ``optional``). Only what ``principal`` may see;
         fragments stored with a secret-guard override only with ``allow_secret``; never a fragment
         superseded by one the principal sees (``superseded`` counts them)."""
-        from .export.agents import Selection, item
-        from .retrieval.embedder import count_tokens_many
-        from .retrieval.index import applies
+        from ..export.agents import Selection, item
+        from ..retrieval.embedder import count_tokens_many
+        from ..retrieval.index import applies
 
         who = self.principal(principal)
         where = Scope.parse(scope) if isinstance(scope, str) else scope
@@ -286,7 +286,7 @@ class ExportMixin:
                       base_url: str | None = None):
         """(files {relative path: text}, selection) for an agent context format, without writing.
         ``base_url`` (llms-txt only) makes every link absolute."""
-        from .export.agents import check_base_url, renderer
+        from ..export.agents import check_base_url, renderer
 
         render = renderer(fmt)
         if base_url is not None:
@@ -304,8 +304,8 @@ class ExportMixin:
         A re-export of the format into the same folder replaces its files and removes the ones it no
         longer writes; a file workbench did not write (or that changed since) is never overwritten or
         removed without ``force``; any other file in ``out`` is left alone."""
-        from .export.agents import check_base_url, renderer
-        from .export.manifest import MANIFEST, check_export_folder, write_export
+        from ..export.agents import check_base_url, renderer
+        from ..export.manifest import MANIFEST, check_export_folder, write_export
 
         renderer(fmt)
         if base_url is not None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from .models import Principal, Scope
+from ..models import Principal, Scope
 
 STALE_DAYS = 180
 ORG_WIDE = "(org-wide)"     # the tree branch of an org's fragments that name no repo
@@ -192,6 +192,6 @@ def rows(items: list[Summary], *, branch: Branch | None = None, owner: str = "",
 
 def pin_scopes(principal: Principal, fragment_scope: Scope) -> list[Scope]:
     """The scopes the principal leads in which this fragment can be pinned (it applies there)."""
-    from .retrieval.index import applies
+    from ..retrieval.index import applies
 
     return [s for s in principal.lead_of if s.org == fragment_scope.org and applies(fragment_scope, s)]

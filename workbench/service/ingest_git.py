@@ -17,15 +17,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import policy
-from .errors import UserError, WorkbenchError
-from .ingest.importer import authorizer, check_semantics, guard_secrets, plan_writes
-from .models import IngestReport, Principal, Scope
-from .store.store import VersionWrite, utcnow
+from .. import policy
+from ..errors import UserError, WorkbenchError
+from ..ingest.importer import authorizer, check_semantics, guard_secrets, plan_writes
+from ..models import IngestReport, Principal, Scope
+from ..store.store import VersionWrite, utcnow
 
 if TYPE_CHECKING:
-    from .ingest.git import RepoRead
-    from .ingest.git_identity import RepoIdentity
+    from ..ingest.git import RepoRead
+    from ..ingest.git_identity import RepoIdentity
 
 ACTIONS = ("add", "update", "archive")
 _REPORTED = {"add": "added", "update": "updated", "archive": "archived"}
@@ -81,7 +81,7 @@ class GitMixin:
                    dry_run: bool = False) -> GitIngestReport:
         """Chunk the repository at ``path`` into fragments as ``actor`` (the author of every version;
         each add, update and archive is authorized like any write, a refusal is a per-file error)."""
-        from .ingest.git import read_repo
+        from ..ingest.git import read_repo
 
         who = self.principal(actor)
         if owner is not None:
@@ -152,7 +152,7 @@ class GitMixin:
     def _plan_git(self, read: RepoRead, given: Path, *, actor: Principal, allow_secret: bool,
                   now: datetime) -> _GitPlan:
         """Everything an ingest of ``read`` would write; reads the store, writes nothing."""
-        from .ingest.git import included
+        from ..ingest.git import included
 
         ident = read.identity
         keys, adopted = self._git_keys(ident, given)

@@ -4,7 +4,7 @@ What a client sees:
 - tools ``search``, ``get``, ``context``: each with a title, read-only annotations, bounded and
   described parameters, an ``outputSchema``; the text content is what a model should read
   (hit lines, the fragment as markdown, the composed context within the budget), the
-  structured content is the JSON (``mcp_shapes``).
+  structured content is the JSON (``shapes``).
 - resources: the fragments the principal may see, ``workbench://fragment/{id}`` (text/markdown),
   listed a page at a time (an opaque cursor).
 - one prompt, ``task-context``: pins, relevant fragments and anti-patterns for a task.
@@ -28,9 +28,9 @@ from typing import Annotated, Any, Literal
 from mcp_types import CallToolResult
 from pydantic import Field
 
-from . import __version__
-from . import mcp_shapes as shapes
-from .models import KINDS
+from .. import __version__
+from . import shapes
+from ..models import KINDS
 
 PAGE_SIZE = 50
 MAX_K, MAX_BUDGET, MAX_QUERY = 100, 200_000, 4000
@@ -57,7 +57,7 @@ def build_server(wb, principal: str):
     from mcp.shared.exceptions import MCPError
     from mcp_types import INVALID_PARAMS, TextContent, ToolAnnotations
 
-    from .errors import NotFound, WorkbenchError
+    from ..errors import NotFound, WorkbenchError
 
     who = wb.principal(principal)  # an unknown principal fails before the server starts
     lock = threading.Lock()
@@ -133,7 +133,7 @@ def build_server(wb, principal: str):
     def fitted_context(query: str, budget: int, extra: dict[str, Any]):
         """The context and its text. The core counts every part of the text (items with their
         citations, separators, headings) against the budget; the trim is only a guard."""
-        from .retrieval.embedder import count_tokens
+        from ..retrieval.embedder import count_tokens
 
         composed = tool_call(wb.context, query, principal=who, budget=budget, **extra)
         return shapes.trimmed(composed, budget, count_tokens)
@@ -243,7 +243,7 @@ def _decode_cursor(cursor: str | None, error, code: int) -> str | None:
 
 
 def run(workspace: str | None, principal: str) -> None:
-    from .service import Workbench
+    from ..service import Workbench
 
     with Workbench.open(workspace) as wb:
         server = build_server(wb, principal)

@@ -13,19 +13,19 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Iterable
 
-from . import policy
-from .config import CONFIG_NAME, DB_NAME, DEFAULT_CONFIG, WorkspaceConfig, resolve_workspace
-from .errors import Conflict, NotFound, UserError, ValidationError, WorkspaceMissing
-from .ingest.files import normalise_body, parse_fragment, render_fragment
-from .ingest.importer import Progress, check_semantics, guard_secrets, ingest_files
-from .models import Content, Fragment, IngestReport, Principal, Scope, Version
-from .store import Store
-from .service_curate import CurateMixin, GraphMixin
-from .service_export import ExportMixin
-from .service_git import GitMixin
-from .service_stale import StaleMixin
-from .service_retrieval import EvalMixin, RetrievalMixin
-from .store.store import utcnow
+from .. import policy
+from ..config import CONFIG_NAME, DB_NAME, DEFAULT_CONFIG, WorkspaceConfig, resolve_workspace
+from ..errors import Conflict, NotFound, UserError, ValidationError, WorkspaceMissing
+from ..ingest.files import normalise_body, parse_fragment, render_fragment
+from ..ingest.importer import Progress, check_semantics, guard_secrets, ingest_files
+from ..models import Content, Fragment, IngestReport, Principal, Scope, Version
+from ..store import Store
+from .curation import CurateMixin, GraphMixin
+from .exports import ExportMixin
+from .ingest_git import GitMixin
+from .staleness import StaleMixin
+from .search import EvalMixin, RetrievalMixin
+from ..store.store import utcnow
 
 
 class Workbench(RetrievalMixin, EvalMixin, CurateMixin, GraphMixin, StaleMixin, GitMixin, ExportMixin):
@@ -112,7 +112,7 @@ class Workbench(RetrievalMixin, EvalMixin, CurateMixin, GraphMixin, StaleMixin, 
         if owner is not None and owner not in self.config.principals:
             raise NotFound(f"unknown owner {owner!r} (known: {', '.join(sorted(self.config.principals))})")
         if kind is not None:
-            from .models import KINDS
+            from ..models import KINDS
             if kind not in KINDS:
                 raise UserError(f"unknown kind {kind!r} (valid: {', '.join(KINDS)})")
         within = Scope.parse(scope) if isinstance(scope, str) else scope
@@ -150,7 +150,7 @@ class Workbench(RetrievalMixin, EvalMixin, CurateMixin, GraphMixin, StaleMixin, 
     def history(self, fragment_id: str, *, principal: str | Principal | None = None) -> list[Version]:
         """Every version; one written while the fragment was in a scope the viewer cannot see
         keeps its number, author and time, but its title, reason and content are withheld."""
-        from .results import History
+        from ..retrieval.results import History
 
         who = self.principal(principal)
         self.get(fragment_id, principal=who)
@@ -275,7 +275,7 @@ class Workbench(RetrievalMixin, EvalMixin, CurateMixin, GraphMixin, StaleMixin, 
         """Write the fragments (archived too) that ``principal`` may see, within ``scope``, as
         fragment files ORG/REPO/ID.md under ``out``. Fragments stored with a secret-guard
         override are left out unless ``allow_secret``."""
-        from .export.files import export_files
+        from ..export.files import export_files
 
         who = self.principal(principal)
         within = Scope.parse(scope) if isinstance(scope, str) else scope
@@ -285,7 +285,7 @@ class Workbench(RetrievalMixin, EvalMixin, CurateMixin, GraphMixin, StaleMixin, 
     def preview_files(self, *, scope: Scope | str | None = None, principal: str | Principal | None = None,
                       allow_secret: bool = False) -> list[tuple[str, str]]:
         """(relative path, text) of what ``export_files`` would write, without writing."""
-        from .export.files import planned
+        from ..export.files import planned
 
         return planned(self._export_selection(scope, principal, allow_secret))
 

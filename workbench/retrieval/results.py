@@ -6,8 +6,8 @@ import html
 from dataclasses import dataclass, field
 from typing import Any
 
-from .retrieval.compose import ContextItem, abstention_line, join
-from .retrieval.pipeline import Hit
+from .compose import ContextItem, abstention_line, join
+from .pipeline import Hit
 
 
 # Notebook renderings show titles, queries, reasons and ids that anyone who wrote a fragment

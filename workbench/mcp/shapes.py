@@ -2,7 +2,7 @@
 tool's ``outputSchema``) and the text renderings a model reads.
 
 Pure: values in, strings and dicts out; no workspace, no I/O, no policy. Kept apart from
-``mcp_face`` so the server module stays about wiring. The structured content follows the
+``server`` so the server module stays about wiring. The structured content follows the
 documented JSON of the CLI (``context --json``) where there is one; the text content is what
 most clients put in front of the model, so it is compact and carries citations (``id@vN``).
 """

@@ -16,18 +16,18 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import policy
-from .errors import NotFound, UserError
-from .models import Principal, Scope
-from .rank import calibration
-from .rank.priors import DEFAULT_HALF_LIFE, Priors
-from .results import ContextResult, SearchResult
-from .retrieval import index as search_index
-from .retrieval.compose import NO_KNOWLEDGE, compose
-from .retrieval.filters import make_filters
-from .retrieval.embedder import MODEL_NAME, Embedder, count_tokens, count_tokens_many
-from .retrieval.pipeline import Hit, Ranking, Settings, hits_from, rank, rerank
-from .store.store import utcnow
+from .. import policy
+from ..errors import NotFound, UserError
+from ..models import Principal, Scope
+from ..rank import calibration
+from ..rank.priors import DEFAULT_HALF_LIFE, Priors
+from ..retrieval.results import ContextResult, SearchResult
+from ..retrieval import index as search_index
+from ..retrieval.compose import NO_KNOWLEDGE, compose
+from ..retrieval.filters import make_filters
+from ..retrieval.embedder import MODEL_NAME, Embedder, count_tokens, count_tokens_many
+from ..retrieval.pipeline import Hit, Ranking, Settings, hits_from, rank, rerank
+from ..store.store import utcnow
 
 _RERANKERS: dict[str, Any] = {}
 MAX_QUERY_CHARS = 4000
@@ -44,7 +44,7 @@ def load_reranker(path: str):
         raise UserError(f"reranker {path!r} is not a local folder holding a cross-encoder")
     with _RERANK_LOCK:
         if path not in _RERANKERS:
-            from .retrieval.embedder import _offline
+            from ..retrieval.embedder import _offline
 
             _offline()
             try:
@@ -316,7 +316,7 @@ def _served(hit: Hit, section: str, text: str | None = None, tokens: int | None 
 
 
 def _pin_hit(index: search_index.SearchIndex, ranking: Ranking, fragment_id: str) -> Hit:
-    from .retrieval.pipeline import _hit
+    from ..retrieval.pipeline import _hit
 
     from dataclasses import replace
 
@@ -330,7 +330,7 @@ class EvalMixin:
 
     def eval_golden(self, path: str, *, pipelines: list[str] | None = None, compare: tuple[str, str] | None = None,
                     now: datetime | None = None) -> dict[str, Any]:
-        from .retrieval import evaluate
+        from ..retrieval import evaluate
 
         queries = evaluate.load_golden(path)
         for q in queries:
@@ -352,8 +352,8 @@ class EvalMixin:
         import os
         from pathlib import Path
 
-        from .retrieval import evaluate
-        from .store import Store
+        from ..retrieval import evaluate
+        from ..store import Store
 
         names = _pipelines(pipelines, compare)
         for name in names:
@@ -375,7 +375,7 @@ class EvalMixin:
 
 
 def _pipelines(pipelines: list[str] | None, compare: tuple[str, str] | None) -> list[str]:
-    from .retrieval.evaluate import DEFAULT_PIPELINES
+    from ..retrieval.evaluate import DEFAULT_PIPELINES
 
     names = list(dict.fromkeys(pipelines or DEFAULT_PIPELINES))
     for name in compare or ():
@@ -385,8 +385,8 @@ def _pipelines(pipelines: list[str] | None, compare: tuple[str, str] | None) -> 
 
 
 def _finish(out: dict[str, Any], compare: tuple[str, str] | None, queries: dict[str, str]) -> dict[str, Any]:
-    from .results import EvalReport
-    from .retrieval import evaluate
+    from ..retrieval.results import EvalReport
+    from ..retrieval import evaluate
 
     result = EvalReport(out["metrics"])
     if compare:

@@ -7,12 +7,12 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from . import policy
-from .curate.drift import find_drift
-from .curate.staleness import StaleItem, digest, find_stale
-from .errors import UserError
-from .models import Principal
-from .store.store import utcnow
+from .. import policy
+from ..curate.drift import find_drift
+from ..curate.staleness import StaleItem, digest, find_stale
+from ..errors import UserError
+from ..models import Principal
+from ..store.store import utcnow
 
 NUDGE_COOLDOWN_DAYS = 14
 MAX_DAYS = 36_500  # a hundred years: anything larger is a typo, and overflows date arithmetic

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from . import policy
-from .curate.pins import Pin, check_pin, from_row
-from .errors import NotFound, UserError
-from .ingest.files import parse_timestamp
-from .models import Fragment, Principal, Scope
-from .store.store import utcnow
+from .. import policy
+from ..curate.pins import Pin, check_pin, from_row
+from ..errors import NotFound, UserError
+from ..ingest.files import parse_timestamp
+from ..models import Fragment, Principal, Scope
+from ..store.store import utcnow
 
 
 class CurateMixin:
@@ -103,8 +103,8 @@ class GraphMixin:
                 "in_links": in_links, "out_links": out_links, "links_in": links_in, "links_out": targets(f)}
 
     def _simhashes(self, fragments: list) -> dict[str, int]:
-        from .rank.simhash import simhash
-        from .retrieval.index import index_text
+        from ..rank.simhash import simhash
+        from ..retrieval.index import index_text
 
         cache = self.store.simhashes()
         fresh = {f.content_hash: simhash(index_text(f)) for f in fragments if f.content_hash not in cache}
@@ -118,7 +118,7 @@ class GraphMixin:
                only: list[str] | None = None) -> list[dict]:
         """Near-duplicate pairs (SimHash Hamming distance <= max_distance) among the active fragments
         the principal can see (``only``: pairs involving these ids)."""
-        from .rank.simhash import near_pairs
+        from ..rank.simhash import near_pairs
 
         who = self.principal(principal)
         fragments = [f for f in self.store.fragments(status="active") if policy.sees(who, f)]
@@ -168,10 +168,10 @@ class GraphMixin:
         """Create an anti-pattern (what not to do, why, what instead) as a new fragment. Without
         ``fragment_id``, the id follows the org's convention (``nw-ap-<slug of title>``, see
         curate/ids.py) and never collides: ``-2``, ``-3``, ... are appended when it is taken."""
-        from .curate.ids import new_id
-        from .ingest.files import ParsedFragment, check_fragment_id, content_from_data
-        from .ingest.importer import check_semantics, guard_secrets
-        from .schemas import validate
+        from ..curate.ids import new_id
+        from ..ingest.files import ParsedFragment, check_fragment_id, content_from_data
+        from ..ingest.importer import check_semantics, guard_secrets
+        from ..schemas import validate
 
         who = self.principal(actor)
         where = Scope.parse(scope) if isinstance(scope, str) else scope
