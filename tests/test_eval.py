@@ -56,12 +56,12 @@ def test_beir_eval_on_a_tiny_directory_and_cached_embeddings(tmp_path, monkeypat
     assert report["dense"]["queries"] == 3 and METRICS <= set(report["hybrid"])
     assert report["hybrid"]["recall@10"] == 1.0 and report["dense"]["mrr@10"] == 1.0
     # the second run embeds nothing: every corpus vector comes from the cache
-    from workbench.service.search import RetrievalMixin
+    from workbench.retrieval.embedder import Embedder
 
     calls = []
-    original = RetrievalMixin.embedder.encode
-    monkeypatch.setattr(RetrievalMixin.embedder, "encode",
-                        lambda texts, **kw: calls.append(len(texts)) or original(texts, **kw))
+    original = Embedder.encode
+    monkeypatch.setattr(Embedder, "encode",
+                        lambda self, texts, **kw: calls.append(len(texts)) or original(self, texts, **kw))
     again = Workbench.eval_beir(str(beir), pipelines=["dense"], cache=str(cache))
     assert again["dense"] == report["dense"]
     assert calls == [3]  # the three queries, in one batch: no corpus text is embedded again

@@ -154,7 +154,7 @@ def test_a_principal_observes_nothing_of_another_orgs_fragments(twins):
     for ws in (quiet, hostile):
         with Workbench.open(ws) as wb:
             index = wb.search_index()
-            bm25 = index.lexical("bm25s")
+            bm25 = index.lexical("bm25")
             mask = index.visible(wb.principal("priya.raman"))
             assert bm25.document_frequency(token, mask) == 1
             assert _rare_identifier(bm25, QUERIES[0], mask)          # rare among what priya sees

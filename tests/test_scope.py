@@ -129,7 +129,7 @@ def test_search_context_and_traces_never_leak(scoped, principal, words, k, pipel
 
 def _lexical_matches(bench, query: str) -> set[str]:
     index = bench.search_index()
-    scores = index.lexical("bm25s").scores(query)
+    scores = index.lexical("bm25").scores(query)
     return {index.ids[i] for i in range(len(index.ids)) if scores[i] > 0}
 
 

@@ -63,8 +63,8 @@ def test_anti_patterns_go_to_avoid_never_to_hits(sample_wb):
     assert all(h.fragment.kind == "anti-pattern" for h in result.avoid)
 
 
-@pytest.mark.parametrize("pipeline,lexical,dense", [("bm25", "bm25s", "numpy"), ("bm25", "duckdb-fts", "numpy"),
-                                                    ("dense", "bm25s", "numpy"), ("dense", "bm25s", "duckdb"),
+@pytest.mark.parametrize("pipeline,lexical,dense", [("bm25", "bm25", "numpy"), ("bm25", "duckdb-fts", "numpy"),
+                                                    ("dense", "bm25", "numpy"), ("dense", "bm25s", "duckdb"),
                                                     ("hybrid", "duckdb-fts", "duckdb")])
 def test_every_backend_finds_the_obvious_answer(sample_wb, pipeline, lexical, dense):
     result = sample_wb.search("double-entry ledger journal postings must balance", principal="sofia.okafor",
@@ -99,7 +99,7 @@ def test_min_score_drops_weak_candidates(sample_wb):
 
 @pytest.mark.parametrize("kwargs,message", [
     ({"pipeline": "magic"}, "unknown pipeline 'magic' (valid: hybrid, bm25, dense)"),
-    ({"lexical": "lucene"}, "unknown lexical backend 'lucene' (valid: bm25s, duckdb-fts)"),
+    ({"lexical": "lucene"}, "unknown lexical backend 'lucene' (valid: bm25, duckdb-fts)"),
     ({"fusion": "borda"}, "unknown fusion 'borda'"),
     ({"principal": "mallory"}, "unknown principal 'mallory'"),
 ])
@@ -126,7 +126,7 @@ def test_cli_search_and_context_json_contracts(sample_workspace, cli):
     for args, message in ((["search", "", "--as", "grace.kim"], "query is empty"),
                           (["search", "x", "--as", "nobody"], "unknown principal"),
                           (["search", "x", "--pipeline", "nope"], "valid: hybrid, bm25, dense"),
-                          (["search", "x", "--lexical", "nope"], "valid: bm25s, duckdb-fts"),
+                          (["search", "x", "--lexical", "nope"], "valid: bm25, duckdb-fts"),
                           (["context", "x", "--budget", "-5"], "budget")):
         r = cli(*args, workspace=sample_workspace)
         assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)

@@ -173,7 +173,7 @@ def test_a_query_naming_the_old_fragment_gets_it_labelled(sample_wb):
     # an identifier the old fragment shares with others does not count as naming it
     index = sample_wb.search_index()
     mask = index.visible(sample_wb.principal("marco.bianchi"))
-    assert index.lexical("bm25s").document_frequency("retry_token", mask) > 1
+    assert index.lexical("bm25").document_frequency("retry_token", mask) > 1
     ctx = sample_wb.context("retry_token field", principal="marco.bianchi", min_confidence=0.0)
     assert older not in [i.hit.id for i in ctx.fragments]
 

@@ -242,9 +242,9 @@ def test_the_lexical_preview_uses_the_persisted_fts_index_when_current(wb):
 
     assert wb.quick_lexical() == "duckdb-fts"  # warm (`workbench index`) keeps the persisted FTS index current
     wb.edit("nw-rb-psp-failover", "A new body.", reason="move the generation", actor="marco.bianchi")
-    assert wb.quick_lexical() == "bm25s"  # stale after a write: the in-memory BM25 index answers
+    assert wb.quick_lexical() == "bm25"  # stale after a write: the in-memory BM25 index answers
     first = lexical_preview(wb, "customer charged twice", principal="marco.bianchi", trace=False)
-    assert first.settings["lexical"] == "bm25s" and first.hits
+    assert first.settings["lexical"] == "bm25" and first.hits
     assert all(h.confidence is None for h in first.hits)
     wb.search_index().lexical("duckdb-fts")  # persisted in the workspace for this generation
     assert wb.quick_lexical() == "duckdb-fts"
@@ -255,7 +255,7 @@ def test_the_lexical_preview_uses_the_persisted_fts_index_when_current(wb):
     visible = {f.id for f in wb.list(principal="marco.bianchi")}
     assert {h.id for h in again.hits} <= visible
     wb.edit("nw-rb-psp-failover", "Another body.", reason="again", actor="marco.bianchi")
-    assert wb.quick_lexical() == "bm25s"  # stale after a write: not used until rebuilt
+    assert wb.quick_lexical() == "bm25"  # stale after a write: not used until rebuilt
 
 
 def test_graph_node_is_graphs_row_for_that_fragment(wb):

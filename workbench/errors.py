@@ -14,9 +14,12 @@ class WorkbenchError(Exception):
 
     exit_code = 1
 
-    def __init__(self, message: str):
+    def __init__(self, message: str, *, param: str | None = None):
         super().__init__(message)
         self.message = message
+        # The API parameter the message is about ("reason", "until", ...). Core messages name no
+        # face's flags: each face adds its own hint for ``param`` (the CLI its option, MCP its argument).
+        self.param = param
 
     def __str__(self) -> str:
         return self.message
@@ -70,3 +73,13 @@ class WorkspaceMissing(UserError):
 
 class StoreError(WorkbenchError):
     """The database failed in a way that is not the user's fault (exit 1)."""
+
+
+class ModelError(WorkbenchError):
+    """The embedding model or a reranker could not be loaded (a broken install or a folder that holds
+    no model): exit 1 when it is the install's, ``UserError``'s 2 when a user named the folder."""
+
+    def __init__(self, message: str, *, user: bool = False, param: str | None = None):
+        super().__init__(message, param=param)
+        if user:
+            self.exit_code = 2

@@ -18,6 +18,17 @@ from .errors import UserError
 KINDS = ("decision", "runbook", "code", "policy", "note", "session-summary", "anti-pattern")
 STATUSES = ("active", "archived")
 SCOPE_LEVELS = ("org", "repo", "persona", "session")
+ANTIPATTERN_LABELS = (("dont", "Don't"), ("why", "Why"), ("instead", "Instead"))
+
+
+def antipattern_parts(details: Any, *, keep_empty: bool = False) -> list[tuple[str, Any]]:
+    """An anti-pattern's (label, value) pairs in reading order (Don't, Why, Instead), from a
+    mapping of its details; fields it does not set are left out unless ``keep_empty``. Every face
+    renders anti-patterns from this, each in its own format."""
+    get = details.get if hasattr(details, "get") else dict(details).get
+    return [(label, get(key)) for key, label in ANTIPATTERN_LABELS if keep_empty or get(key)]
+
+
 ANTIPATTERN_FIELDS = ("dont", "why", "instead", "evidence")
 
 
@@ -47,6 +58,11 @@ class Scope:
         if "org" not in values:
             raise UserError(f"bad scope {text!r}: org is required")
         return cls(**values)
+
+    @classmethod
+    def coerce(cls, value: "Scope | str | None") -> "Scope | None":
+        """A scope as callers pass it: text (parsed, with ``parse``'s errors), a ``Scope`` or None."""
+        return cls.parse(value) if isinstance(value, str) else value
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Scope":
@@ -183,6 +199,10 @@ class Content:
 
     def detail(self, name: str) -> Any:
         return dict(self.details).get(name)
+
+    def antipattern(self, *, keep_empty: bool = False) -> list[tuple[str, Any]]:
+        """(label, value) of the Don't / Why / Instead fields (see ``antipattern_parts``)."""
+        return antipattern_parts(dict(self.details), keep_empty=keep_empty)
 
 
 @dataclass(frozen=True)

@@ -160,7 +160,7 @@ def _read_trace(actor: Principal, trace: Mapping[str, Any], **_: Any) -> Decisio
 
 def _set_scope(found: Mapping[str, Any]) -> Scope:
     scope = found["scope"]
-    return Scope.parse(scope) if isinstance(scope, str) else scope
+    return Scope.coerce(scope)
 
 
 def _read_set(actor: Principal, found: Mapping[str, Any], **_: Any) -> Decision:

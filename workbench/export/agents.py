@@ -83,8 +83,8 @@ def _source(f: Fragment) -> str:
 
 def _avoid_md(f: Fragment, level: int = 3) -> str:
     d = f.content.detail
-    parts = [_heading(level, f.title), f"- **Don't:** {_line(d('dont'))}", f"- **Why:** {_line(d('why'))}",
-             f"- **Instead:** {_line(d('instead'))}"]
+    parts = [_heading(level, f.title)] + [f"- **{label}:** {_line(value)}"
+                                          for label, value in f.content.antipattern(keep_empty=True)]
     if d("evidence"):
         parts.append(f"- **Evidence:** {', '.join(_line(e) for e in d('evidence'))}")
     parts.append(f"- Source: {_code(cite(f))}")

@@ -20,7 +20,8 @@ from ..config import WorkspaceConfig
 from ..errors import SecretFound, ValidationError, WorkbenchError
 from ..models import Content, Fragment, IngestReport, Principal
 from ..store import Store
-from ..store.store import VersionWrite, utcnow
+from ..store.rows import VersionWrite
+from ..store.store import utcnow
 from .files import ParsedFragment, collect, parse_fragment, read_capped
 from .secrets import scan, scan_content
 

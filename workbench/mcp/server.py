@@ -79,7 +79,7 @@ def build_server(wb, principal: str):
         try:
             return guarded(fn, *args, **kwargs)
         except WorkbenchError as e:
-            raise ToolError(e.message) from e
+            raise ToolError(e.message + (f" (argument `{e.param}`)" if e.param else "")) from e
 
     def result(text: str, data: dict[str, Any]) -> CallToolResult:
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)

@@ -13,6 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..models import antipattern_parts
+
 PREVIEW_CHARS = 200       # structured preview (as before)
 LINE_PREVIEW_CHARS = 120  # preview in one text line of `search`
 
@@ -199,10 +201,7 @@ def fragment_markdown(data: dict[str, Any]) -> str:
     if data.get("superseded_by"):
         lines.append(f"> **Superseded by {data['superseded_by']}**: prefer that fragment; this one is kept "
                      "for history.")
-    details = data.get("details") or {}
-    for key, name in (("dont", "Don't"), ("why", "Why"), ("instead", "Instead")):
-        if details.get(key):
-            lines.append(f"**{name}:** {details[key]}")
+    lines += [f"**{label}:** {value}" for label, value in antipattern_parts(data.get("details") or {})]
     if data["body"].strip():
         lines.append(data["body"].strip())
     lines.append(f"(source: {data['citation']})")

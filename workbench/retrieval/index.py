@@ -26,8 +26,8 @@ import numpy as np
 
 from ..models import Fragment, Principal, Scope
 from ..rank import supersession
-from ..rank.authority import edge_arrays, pagerank, visible_authority
-from .lexical import Bm25s, DuckdbFts, check_backend
+from ..rank.authority import edge_arrays, visible_authority
+from .lexical import Bm25, DuckdbFts, canonical_backend
 
 CHUNKER_VERSION = "fragment-v1"
 AUTHORITY_CACHE = 64  # visibility signatures whose authority is kept per index
@@ -36,10 +36,7 @@ AUTHORITY_CACHE = 64  # visibility signatures whose authority is kept per index
 def index_text(f: Fragment) -> str:
     """What retrieval sees of a fragment: title, anti-pattern fields, body, tags."""
     parts = [f.title]
-    for key, label in (("dont", "Don't"), ("why", "Why"), ("instead", "Instead")):
-        value = f.content.detail(key)
-        if value:
-            parts.append(f"{label}: {value}")
+    parts += [f"{label}: {value}" for label, value in f.content.antipattern()]
     parts.append(f.body)
     if f.tags:
         parts.append("Tags: " + ", ".join(f.tags))
@@ -51,12 +48,13 @@ def text_hash(text: str) -> str:
 
 
 class SearchIndex:
-    def __init__(self, fragments: list[Fragment], generation: int, store, embedder,
+    def __init__(self, fragments: list[Fragment], generation: int, derived,
                  authority: dict[str, tuple[float, int, int]], progress: Callable | None = None, *,
                  links: list[tuple[str, str]] = (), source_links: list[tuple[str, str]] = ()):
         self.generation = generation
-        self.store = store
-        self.embedder = embedder
+        self.derived = derived            # the IndexManager: the only writer of derived data
+        self.store = derived.store
+        self.embedder = derived.embedder
         self.fragments = fragments
         self.ids = [f.id for f in fragments]
         self.pos = {fid: i for i, fid in enumerate(self.ids)}
@@ -193,15 +191,14 @@ class SearchIndex:
         have = dict(previous or {})
         wanted = [h for h in dict.fromkeys(self.hashes) if h not in have]
         if wanted:
-            have.update(self.store.embeddings(self.embedder.name, wanted if len(wanted) < 5000 else None))
+            have.update(self.derived.embeddings(wanted))
         missing = [h for h in dict.fromkeys(self.hashes) if h not in have]
         if missing:
             text_of = dict(zip(self.hashes, self.texts))
             batch = 256
             for start in range(0, len(missing), batch):
                 chunk = missing[start:start + batch]
-                matrix = self.embedder.encode([text_of[h] for h in chunk])
-                self.store.put_embeddings(self.embedder.name, chunk, matrix)
+                matrix = self.derived.embed(chunk, [text_of[h] for h in chunk])
                 have.update(zip(chunk, matrix))
                 if self.progress:
                     self.progress("embed", min(start + batch, len(missing)), len(missing))
@@ -220,14 +217,15 @@ class SearchIndex:
     # -- lexical ------------------------------------------------------------------------
 
     def lexical(self, name: str):
-        check_backend(name)
+        name = canonical_backend(name)
         backend = self._lexical.get(name)
         if backend is None:
             with self._lock:
                 backend = self._lexical.get(name)
                 if backend is None:
-                    backend = (Bm25s(self.texts, self.hashes) if name == "bm25s"
-                               else DuckdbFts(self.texts, self.ids, self.store, self.generation))
+                    backend = (Bm25(self.texts, self.hashes, self.derived.vocabulary) if name == "bm25"
+                               else DuckdbFts(self.texts, self.ids, self.store, self.generation,
+                                              build=self.derived.build_fts))
                     self._lexical[name] = backend
         return backend
 
@@ -252,24 +250,20 @@ def applies(scope: Scope, within: Scope | None) -> bool:
     return True
 
 
-def build(store, embedder, previous: SearchIndex | None = None, progress: Callable | None = None) -> SearchIndex:
-    """The index of the store's current generation. After an edit only what changed is
-    reloaded: unchanged fragments, their vectors and tokens are reused, and PageRank is
-    recomputed only when the link graph changed."""
+def build_index(store, derived, previous: SearchIndex | None = None, progress: Callable | None = None
+                ) -> SearchIndex:
+    """The index of the store's current generation (``derived``: the IndexManager that owns it).
+    After an edit only what changed is reloaded: unchanged fragments, their vectors and tokens are
+    reused, and PageRank is recomputed only when the link graph changed."""
     generation = store.generation()
     fragments = _fragments(store, previous)
     edges, source_edges = store.links(), store.source_edges()
     supersedes = sorted((f.id, old) for f in fragments for old in f.content.supersedes)
     graph_sig = hash((tuple(sorted(edges)), tuple(sorted(source_edges)), tuple(supersedes),
                       tuple(f.id for f in fragments)))
-    stored_gen, authority = store.authority()
-    if stored_gen != generation:
-        if previous is not None and previous.graph_sig == graph_sig and stored_gen == previous.generation:
-            store.touch_authority(generation)       # same graph: same PageRank
-        else:
-            authority = pagerank([f.id for f in fragments], edges, source_edges=source_edges, supersedes=supersedes)
-            store.put_authority(authority, generation)
-    index = SearchIndex(fragments, generation, store, embedder, authority, progress, links=edges,
+    same_graph = previous.generation if previous is not None and previous.graph_sig == graph_sig else None
+    authority = derived.authority(fragments, edges, source_edges, supersedes, generation, same_graph)
+    index = SearchIndex(fragments, generation, derived, authority, progress, links=edges,
                         source_links=source_edges)
     index.graph_sig = graph_sig
     index.adopt_authority(previous)

@@ -1,10 +1,10 @@
-"""Lexical backends, chosen by name: ``bm25s`` (default) and ``duckdb-fts``.
+"""Lexical backends, chosen by name: ``bm25`` (default; ``bm25s`` is an alias) and ``duckdb-fts``.
 
 A backend is built over the index's texts (position i = fragment i) and answers
 ``scores(query, mask) -> float array`` with 0 where a document does not match or is outside
 the mask. Every corpus statistic behind a score (N, document frequencies, idf, average
 length) is computed over the documents in the caller's mask only, so a caller's scores do
-not depend on text they cannot see. Building bm25s is one full rebuild per index generation
+not depend on text they cannot see. Building bm25 is one full rebuild per index generation
 (well under 1 s at 10k fragments).
 """
 
@@ -29,25 +29,56 @@ def _stemmer():
     return Stemmer.Stemmer("english")
 
 
-@lru_cache(maxsize=1)
 def _stopwords() -> frozenset[str]:
-    from bm25s.stopwords import STOPWORDS_EN
+    from .stopwords import STOPWORDS_EN
 
-    return frozenset(STOPWORDS_EN)
-
-
-_STEMS: dict[str, str] = {}
+    return STOPWORDS_EN
 
 
-def _stem(words: list[str]) -> list[str]:
-    """Stem with a per-process cache: most words repeat across documents."""
-    missing = [w for w in set(words) if w not in _STEMS]
-    if missing:
-        _STEMS.update(zip(missing, _stemmer().stemWords(missing)))
-    return [_STEMS[w] for w in words]
+class Vocabulary:
+    """Token → id for one index lineage (owned by its ``IndexManager``), with the memoised
+    stems and per-text token ids that make a rebuild after one edit tokenize one text."""
+
+    MAX_TEXTS = 500_000
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self._stems: dict[str, str] = {}
+        self._texts: dict[str, np.ndarray] = {}
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def stem(self, words: list[str]) -> list[str]:
+        missing = [w for w in set(words) if w not in self._stems]
+        if missing:
+            self._stems.update(zip(missing, _stemmer().stemWords(missing)))
+        return [self._stems[w] for w in words]
+
+    def tokenize(self, text: str) -> list[str]:
+        return tokenize(text, stem=self.stem)
+
+    def lookup(self, tokens: list[str]) -> list[int]:
+        """Ids of the known tokens (a query's unknown tokens match nothing)."""
+        return [i for i in (self.ids.get(t) for t in tokens) if i is not None]
+
+    def document(self, key: str, text: str) -> np.ndarray:
+        """Token ids of a document's ``text`` (growing the vocabulary), memoised by ``key``."""
+        ids = self._texts.get(key)
+        if ids is None:
+            if len(self._texts) > self.MAX_TEXTS:
+                self._texts.clear()
+            grow = self.ids.setdefault
+            ids = self._texts[key] = np.asarray([grow(t, len(self.ids)) for t in self.tokenize(text)],
+                                                dtype=np.int64)
+        return ids
 
 
-def tokenize(text: str) -> list[str]:
+def _stem_plain(words: list[str]) -> list[str]:
+    return list(_stemmer().stemWords(words))
+
+
+def tokenize(text: str, *, stem=_stem_plain) -> list[str]:
     """Lower-case words, stopwords removed, English-stemmed. Identifiers such as
     ``NWPAY-4091`` or ``ledger.posting.batch_size`` also count as one whole token."""
     stop = _stopwords()
@@ -63,29 +94,7 @@ def tokenize(text: str) -> list[str]:
         if len(pieces) > 1 or (pieces and pieces[0] != word):
             whole.append(word)
         parts.extend(pieces)
-    return whole + (_stem(parts) if parts else [])
-
-
-_TOKENS: dict[str, np.ndarray] = {}
-_VOCAB: dict[str, int] = {}
-
-
-def token_ids(tokens: list[str], *, grow: bool) -> list[int]:
-    """Map tokens to this process's vocabulary ids (growing it for documents, not queries)."""
-    if grow:
-        return [_VOCAB.setdefault(t, len(_VOCAB)) for t in tokens]
-    return [i for i in (_VOCAB.get(t) for t in tokens) if i is not None]
-
-
-def tokenize_cached(key: str, text: str) -> np.ndarray:
-    """Token ids of ``text``, memoised by a text hash, so a rebuild after one edit
-    tokenizes one text."""
-    ids = _TOKENS.get(key)
-    if ids is None:
-        if len(_TOKENS) > 500_000:
-            _TOKENS.clear()
-        ids = _TOKENS[key] = np.asarray(token_ids(tokenize(text), grow=True), dtype=np.int64)
-    return ids
+    return whole + (stem(parts) if parts else [])
 
 
 _CODE_IDENTIFIER = re.compile(
@@ -99,7 +108,7 @@ def identifiers(text: str) -> list[str]:
     """Code identifiers named in ``text`` (error codes, config keys, snake_case and CamelCase
     names), as index tokens. Plain words with digits (gene names, versions) are not included."""
     found = [m.group(0).lower() for m in _CODE_IDENTIFIER.finditer(text)]
-    return found + [t for t in _stem(found) if t not in found]
+    return found + [t for t in _stem_plain(found) if t not in found]
 
 
 class LexicalBackend(Protocol):
@@ -108,27 +117,32 @@ class LexicalBackend(Protocol):
     def scores(self, query: str, mask: np.ndarray | None = None) -> np.ndarray: ...
 
 
-class Bm25s:
-    """BM25 as bm25s scores it (Lucene, k1=1.5, b=0.75) over stemmed, stopword-free tokens,
-    built vectorised, with its statistics taken over the caller's mask (see rank/bm25.py)."""
+class Bm25:
+    """BM25 (Lucene's variant, k1=1.5, b=0.75: the scores bm25s gives, checked by a property test)
+    over stemmed, stopword-free tokens, built vectorised, with its statistics taken over the
+    caller's mask (see rank/bm25.py)."""
 
-    name = "bm25s"
+    name = "bm25"
 
-    def __init__(self, texts: list[str], keys: list[str] | None = None):
+    def __init__(self, texts: list[str], keys: list[str] | None = None, vocabulary: Vocabulary | None = None):
         from ..rank.bm25 import BM25Matrix
 
+        self.vocabulary = vocabulary if vocabulary is not None else Vocabulary()
         keys = keys or [f"text:{hash(t)}" for t in texts]
-        docs = [tokenize_cached(k, t) for k, t in zip(keys, texts)]
+        docs = [self.vocabulary.document(k, t) for k, t in zip(keys, texts)]
         self.size = len(texts)
-        self.matrix = BM25Matrix(docs, len(_VOCAB))
+        self.matrix = BM25Matrix(docs, len(self.vocabulary))
+
+    def token_ids(self, tokens: list[str]) -> list[int]:
+        return self.vocabulary.lookup(tokens)
 
     def scores(self, query: str, mask: np.ndarray | None = None) -> np.ndarray:
         """BM25 of each document over the documents in ``mask`` (all when None); 0 outside it."""
-        return self.matrix.scores(token_ids(tokenize(query), grow=False), mask)
+        return self.matrix.scores(self.vocabulary.lookup(self.vocabulary.tokenize(query)), mask)
 
     def document_frequency(self, token: str, mask: np.ndarray | None = None) -> int:
         """How many documents in ``mask`` (all when None) contain ``token``."""
-        tid = _VOCAB.get(token)
+        tid = self.vocabulary.ids.get(token)
         return 0 if tid is None else self.matrix.document_frequency(tid, mask)
 
 
@@ -138,11 +152,11 @@ class DuckdbFts:
 
     name = "duckdb-fts"
 
-    def __init__(self, texts: list[str], ids: list[str], store, generation: int):
+    def __init__(self, texts: list[str], ids: list[str], store, generation: int, build=None):
         self.ids = ids
         self.pos = {fid: i for i, fid in enumerate(ids)}
         self.store = store
-        store.build_fts(ids, texts, generation)
+        (build or store.build_fts)(ids, texts, generation)
         docids = store.fts_doc_ids()
         self.docid = np.array([docids.get(fid, -1) for fid in ids], dtype=np.int64)  # -1: not indexed
 
@@ -160,10 +174,16 @@ class DuckdbFts:
         return out
 
 
-LEXICAL_BACKENDS = ("bm25s", "duckdb-fts")
+LEXICAL_BACKENDS = ("bm25", "duckdb-fts")
+ALIASES = {"bm25s": "bm25"}  # its name until bm25s stopped scoring (traces and scripts still say it)
 
 
-def check_backend(name: str) -> str:
+def canonical_backend(name: str) -> str:
+    """The backend's name, with old aliases accepted; a clear error for an unknown one."""
+    name = ALIASES.get(name, name)
     if name not in LEXICAL_BACKENDS:
         raise UserError(f"unknown lexical backend {name!r} (valid: {', '.join(LEXICAL_BACKENDS)})")
     return name
+
+
+check_backend = canonical_backend

@@ -35,7 +35,7 @@ from ..rank import supersession
 from ..rank.fusion import DENSE_WEIGHT, fusion, top_k
 from .filters import Filters
 from .index import CHUNKER_VERSION, SearchIndex
-from .lexical import identifiers, token_ids, tokenize
+from .lexical import identifiers, tokenize
 
 PIPELINES = ("hybrid", "bm25", "dense")
 DENSE_PATHS = ("numpy", "duckdb")
@@ -49,7 +49,7 @@ ROW_BLOCK = 16  # dense dot products are taken in whole blocks of rows (see _dot
 class Settings:
     pipeline: str = "hybrid"
     fusion: str = "weighted"
-    lexical: str = "bm25s"
+    lexical: str = "bm25"
     dense: str = "numpy"
     k: int = 10
     depth: int = 100
@@ -67,17 +67,18 @@ class Settings:
         if self.dense not in DENSE_PATHS:
             raise UserError(f"unknown dense path {self.dense!r} (valid: {', '.join(DENSE_PATHS)})")
         fusion(self.fusion)
-        from .lexical import check_backend
+        from .lexical import canonical_backend
 
-        check_backend(self.lexical)
+        if canonical_backend(self.lexical) != self.lexical:   # an old alias: traces keep the canonical name
+            return replace(self, lexical=canonical_backend(self.lexical)).check()
         if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
             raise UserError("k must be a whole number, at least 1")
         if self.dense_weight is not None:
             w = self.dense_weight
             if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0.0 <= float(w) <= 1.0:
-                raise UserError(f"--dense-weight must be a number from 0 to 1, not {w!r}")
+                raise UserError(f"the dense weight must be a number from 0 to 1, not {w!r}", param="dense_weight")
             if self.pipeline != "hybrid" or self.fusion != "weighted":
-                raise UserError("--dense-weight applies to the hybrid pipeline with weighted fusion only")
+                raise UserError("the dense weight applies to the hybrid pipeline with weighted fusion only", param="dense_weight")
         return self
 
     def to_dict(self) -> dict[str, Any]:
@@ -233,8 +234,8 @@ def _supersession(index: SearchIndex, query: str, seen: np.ndarray, within: np.n
     rest = [i for i in superseded if i not in named]
     idents = identifiers(query) if rest else []
     if idents:
-        backend = index.lexical("bm25s")
-        unique = [tid for t in idents if backend.document_frequency(t, seen) == 1 for tid in token_ids([t], grow=False)]
+        backend = index.lexical("bm25")
+        unique = [tid for t in idents if backend.document_frequency(t, seen) == 1 for tid in backend.token_ids([t])]
         if unique:
             held = backend.matrix.contains(unique, np.array(rest, dtype=np.int64)).any(axis=0)
             named |= {i for i, yes in zip(rest, held) if yes}
@@ -350,9 +351,9 @@ def _query_idf(index: SearchIndex, ranking: Ranking) -> tuple[np.ndarray, np.nda
         tokens = list(dict.fromkeys(tokenize(ranking.query)))
         basis = ranking.basis if ranking.basis is not None else np.ones(len(index.ids), dtype=bool)
         n = int(np.count_nonzero(basis))
-        backend = index.lexical("bm25s")
+        backend = index.lexical("bm25")
         df = np.array([backend.document_frequency(t, basis) for t in tokens], dtype=np.float64)
-        ids = np.array([(token_ids([t], grow=False) or [-1])[0] for t in tokens], dtype=np.int64)
+        ids = np.array([(backend.token_ids([t]) or [-1])[0] for t in tokens], dtype=np.int64)
         ranking.query_idf = (ids, np.log(1.0 + (n - df + 0.5) / (df + 0.5)))
     return ranking.query_idf
 
@@ -366,7 +367,7 @@ def coverage(index: SearchIndex, ranking: Ranking, positions) -> np.ndarray:
     total = float(idf.sum())
     if total <= 0 or not len(positions):
         return np.zeros(len(positions), dtype=np.float64)
-    held = index.lexical("bm25s").matrix.contains(ids.tolist(), np.asarray(positions, dtype=np.int64))
+    held = index.lexical("bm25").matrix.contains(ids.tolist(), np.asarray(positions, dtype=np.int64))
     return (idf @ held) / total
 
 

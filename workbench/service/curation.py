@@ -1,4 +1,4 @@
-"""The curation half of ``Workbench``: pins (and later staleness, merges, nudges)."""
+"""Curation: pins, citation authority (graph), near-duplicates, merges and anti-patterns."""
 
 from __future__ import annotations
 
@@ -10,24 +10,34 @@ from ..errors import NotFound, UserError
 from ..ingest.files import parse_timestamp
 from ..models import Fragment, Principal, Scope
 from ..store.store import utcnow
+from .fragments import Fragments
+from .search import Retrieval
+from .workspace import Feature, Workspace
 
 
-class CurateMixin:
+class Curation(Feature):
+    """Pins, citation authority, near-duplicates, merges and anti-patterns."""
+
+    def __init__(self, ws: Workspace, fragments: Fragments, retrieval: Retrieval):
+        super().__init__(ws)
+        self.fragments = fragments
+        self.retrieval = retrieval
+
     def pin(self, fragment_id: str, *, scope: Scope | str, actor: str | Principal | None = None,
             reason: str | None = None, until: datetime | str | None = None, now: datetime | None = None) -> Pin:
         who = self.principal(actor)
-        where = Scope.parse(scope) if isinstance(scope, str) else scope
-        fragment = self._visible(self.store.get(fragment_id), who, fragment_id)
+        where = Scope.coerce(scope)
+        fragment = self.fragments.visible(self.store.get(fragment_id), who, fragment_id)
         policy.require(who, "pin", fragment, scope=where)
         check_pin(fragment.scope, where, fragment_id, fragment.status)
         if isinstance(until, str):
             try:
                 until = parse_timestamp(until)
             except ValueError as e:
-                raise UserError(f"bad --until {until!r}: expected a date like 2027-01-31") from e
+                raise UserError(f"bad expiry date {until!r}: expected a date like 2027-01-31", param="until") from e
         now = now or utcnow()
         if until is not None and until <= now:
-            raise UserError(f"--until {until.date()} is in the past")
+            raise UserError(f"the expiry date {until.date()} is in the past", param="until")
         with self.store.transaction():
             self.store.put_pin(fragment_id, str(where), who.name, now, reason, until)
             self.store.add_event("pin", actor=who.name, fragment_id=fragment_id,
@@ -38,9 +48,9 @@ class CurateMixin:
     def unpin(self, fragment_id: str, *, scope: Scope | str, actor: str | Principal | None = None,
               reason: str | None = None) -> None:
         who = self.principal(actor)
-        where = Scope.parse(scope) if isinstance(scope, str) else scope
+        where = Scope.coerce(scope)
         policy.require(who, "unpin", where)
-        self._visible(self.store.get(fragment_id), who, fragment_id)
+        self.fragments.visible(self.store.get(fragment_id), who, fragment_id)
         with self.store.transaction():
             if not self.store.delete_pin(fragment_id, str(where)):
                 raise NotFound(f"{fragment_id} is not pinned in {where}")
@@ -51,23 +61,21 @@ class CurateMixin:
              include_expired: bool = False) -> list[Pin]:
         """Pins in force (or all), in scopes the principal can see, optionally of one scope."""
         who = self.principal(principal)
-        where = Scope.parse(scope) if isinstance(scope, str) else scope
-        rows = self.store.pins(now=None if include_expired else utcnow())
+        where = Scope.coerce(scope)
+        rows = self.ws.index.pins(None if include_expired else utcnow())
         pins = [from_row(r) for r in rows]
         visible = {f.id for f in self.store.fragments(ids=sorted({p.fragment_id for p in pins}))
                    if policy.sees(who, f)}
         return [p for p in pins if (where is None or p.scope == where) and policy.sees_scope(who, p.scope)
                 and p.fragment_id in visible]
 
-
-class GraphMixin:
-    """Citation authority, near-duplicates, merges and anti-patterns."""
+    # -- citation authority, near-duplicates, merges, anti-patterns ----------------------
 
     def graph(self, *, top: int = 20, principal: str | Principal | None = None) -> list[dict]:
         """Fragments the principal can see, by authority: PageRank over the links and source references
         among those fragments only (what the principal cannot see neither counts nor shows)."""
         who = self.principal(principal)
-        index = self.search_index()
+        index = self.retrieval.search_index()
         scores = index.graph_authority(index.visible(who))
         visible = {fid: index.fragments[index.pos[fid]] for fid in scores}
         rows = []
@@ -88,7 +96,7 @@ class GraphMixin:
         """One fragment's row of ``graph`` (authority, links in and out among what the principal
         sees), without building every row: what a screen showing one fragment needs."""
         who = self.principal(principal)
-        index = self.search_index()
+        index = self.retrieval.search_index()
         scores = index.graph_authority(index.visible(who))
         if fragment_id not in scores:
             return None
@@ -102,18 +110,6 @@ class GraphMixin:
         return {"id": fragment_id, "title": f.title, "kind": f.kind, "authority": round(rank, 6),
                 "in_links": in_links, "out_links": out_links, "links_in": links_in, "links_out": targets(f)}
 
-    def _simhashes(self, fragments: list) -> dict[str, int]:
-        from ..rank.simhash import simhash
-        from ..retrieval.index import index_text
-
-        cache = self.store.simhashes()
-        fresh = {f.content_hash: simhash(index_text(f)) for f in fragments if f.content_hash not in cache}
-        if fresh and self.store.can_store_derived():
-            with self.store.transaction():
-                self.store.put_simhashes(fresh)
-        cache.update(fresh)
-        return {f.id: cache[f.content_hash] for f in fragments}
-
     def dedupe(self, *, max_distance: int = 3, principal: str | Principal | None = None,
                only: list[str] | None = None) -> list[dict]:
         """Near-duplicate pairs (SimHash Hamming distance <= max_distance) among the active fragments
@@ -123,7 +119,7 @@ class GraphMixin:
         who = self.principal(principal)
         fragments = [f for f in self.store.fragments(status="active") if policy.sees(who, f)]
         by_id = {f.id: f for f in fragments}
-        pairs = near_pairs(self._simhashes(fragments), max_distance, only=only)
+        pairs = near_pairs(self.ws.index.simhashes(fragments), max_distance, only=only)
         return [{"a": a, "b": b, "distance": d, "a_title": by_id[a].title, "b_title": by_id[b].title,
                  "same_org": by_id[a].scope.org == by_id[b].scope.org} for a, b, d in pairs]
 
@@ -136,7 +132,7 @@ class GraphMixin:
         who = self.principal(actor)
         if keep == drop:
             raise UserError("cannot merge a fragment into itself")
-        kept, dropped = self.get(keep, principal=who), self.get(drop, principal=who)
+        kept, dropped = self.fragments.get(keep, principal=who), self.fragments.get(drop, principal=who)
         policy.require(who, "merge", kept, drop=dropped)
         for f in (kept, dropped):
             if f.status != "active":
@@ -147,16 +143,16 @@ class GraphMixin:
         relinked = []
         with self.store.transaction():
             if sources != kept.sources or links != kept.links:
-                self._write(keep, replace(kept.content, sources=sources, links=links), actor=who, reason=why)
+                self.fragments.write(keep, replace(kept.content, sources=sources, links=links), actor=who, reason=why)
             for fid in self.store.replace_links(drop, keep):
                 f = self.store.get(fid)
                 if not policy.may(who, "relink", f):  # links the actor cannot see are left alone
                     continue
                 new_links = tuple(dict.fromkeys(keep if t == drop else t for t in f.links if t != fid))
                 new_sup = tuple(dict.fromkeys(keep if t == drop else t for t in f.content.supersedes if t != fid))
-                self._write(fid, replace(f.content, links=new_links, supersedes=new_sup), actor=who, reason=why)
+                self.fragments.write(fid, replace(f.content, links=new_links, supersedes=new_sup), actor=who, reason=why)
                 relinked.append(fid)
-            self._write(drop, replace(dropped.content, status="archived"), actor=who, reason=why)
+            self.fragments.write(drop, replace(dropped.content, status="archived"), actor=who, reason=why)
             self.store.add_event("merge", actor=who.name, fragment_id=keep,
                                  detail={"dropped": drop, "relinked": relinked})
         return {"kept": keep, "dropped": drop, "relinked": relinked, "sources": len(sources)}
@@ -174,7 +170,7 @@ class GraphMixin:
         from ..schemas import validate
 
         who = self.principal(actor)
-        where = Scope.parse(scope) if isinstance(scope, str) else scope
+        where = Scope.coerce(scope)
         fid = fragment_id
         if not fid:
             rows = self.store.summaries()  # (id, kind, title, owner, org, ...): light rows, no bodies
@@ -184,8 +180,8 @@ class GraphMixin:
         existing = self.store.get(fid)
         if existing is not None:
             if not policy.sees(who, existing):
-                raise UserError(policy.taken_message(fid) + " (pass --id)")
-            raise UserError(f"a fragment with id {fid!r} already exists (pass --id to choose another)")
+                raise UserError(policy.taken_message(fid) + ": choose another id", param="fragment_id")
+            raise UserError(f"a fragment with id {fid!r} already exists: choose another id", param="fragment_id")
         data = {"id": fid, "kind": "anti-pattern", "title": title,
                 "scope": {k: v for k, v in where.to_dict().items() if v}, "owner": owner or who.name,
                 "dont": dont, "why": why, "instead": instead}
@@ -198,4 +194,4 @@ class GraphMixin:
         check_semantics(ParsedFragment(fid, content, None, None, None, "<antipattern>"), self.config)
         overrides: list[dict[str, str]] = []
         guard_secrets(content, file="<antipattern>", allow=allow_secret, overrides=overrides)
-        return self._write(fid, content, actor=who, reason="new anti-pattern", overrides=overrides)
+        return self.fragments.write(fid, content, actor=who, reason="new anti-pattern", overrides=overrides)

@@ -1,4 +1,4 @@
-"""The export half of ``Workbench``: curated sets, reproducible bundles, agent context files."""
+"""Exports: fragment files, curated sets, reproducible bundles, agent context files."""
 
 from __future__ import annotations
 
@@ -8,13 +8,54 @@ from typing import Any
 
 from .. import policy
 from ..errors import NotFound, PermissionDenied, UserError
+from ..ingest.importer import Progress
 from ..models import Fragment, IngestReport, Principal, Scope
 from ..store.store import utcnow
+from .fragments import Fragments
+from .search import Retrieval
+from .workspace import Feature, Workspace
 
 DEFAULT_AGENT_BUDGET = 8000
 
 
-class ExportMixin:
+class Exports(Feature):
+    """Fragment files, curated sets, reproducible bundles and agent context files."""
+
+    def __init__(self, ws: Workspace, fragments: Fragments, retrieval: Retrieval):
+        super().__init__(ws)
+        self.fragments = fragments
+        self.retrieval = retrieval
+
+    # -- fragment files -------------------------------------------------------------------
+
+    def export_files(self, out: str | Path, *, force: bool = False, scope: Scope | str | None = None,
+                     principal: str | Principal | None = None, progress: Progress | None = None,
+                     allow_secret: bool = False) -> list[Path]:
+        """Write the fragments (archived too) that ``principal`` may see, within ``scope``, as
+        fragment files ORG/REPO/ID.md under ``out``. Fragments stored with a secret-guard
+        override are left out unless ``allow_secret``."""
+        from ..export.files import export_files
+
+        who = self.principal(principal)
+        within = Scope.coerce(scope)
+        return export_files(self._export_selection(within, who, allow_secret), Path(out), force=force,
+                            progress=progress, meta={"principal": who.name, "scope": str(within) if within else None})
+
+    def preview_files(self, *, scope: Scope | str | None = None, principal: str | Principal | None = None,
+                      allow_secret: bool = False) -> list[tuple[str, str]]:
+        """(relative path, text) of what ``export_files`` would write, without writing."""
+        from ..export.files import planned
+
+        return planned(self._export_selection(scope, principal, allow_secret))
+
+    def _export_selection(self, scope, principal, allow_secret: bool = False) -> list[Fragment]:
+        """What an export may contain: only what the (explicit or default) principal may see."""
+        within = Scope.coerce(scope)
+        who = self.principal(principal)
+        withheld = set() if allow_secret else self.store.secret_flagged()
+        return [f for f in self.store.fragments() if (within is None or within.contains(f.scope))
+                and policy.may(who, "export", f) and f.id not in withheld]
+
     # -- curated sets -------------------------------------------------------------------
 
     def _set(self, name: str, who: Principal, action: str = "read-set") -> dict[str, Any]:
@@ -32,7 +73,7 @@ class ExportMixin:
         import re
 
         who = self.principal(actor)
-        where = Scope.parse(scope) if isinstance(scope, str) else scope
+        where = Scope.coerce(scope)
         if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,63}", name):
             raise UserError(f"bad set name {name!r}: use lower-case letters, digits, '.', '_' and '-'")
         existing = self.store.get_set(name)
@@ -46,7 +87,7 @@ class ExportMixin:
         if not policy.sees_scope(who, where):
             raise PermissionDenied(f"{who.name} may not define a set in {where}")
         if query is not None and (not query.strip() or len(query) > 2000):
-            raise UserError("--query must be non-empty text of at most 2000 characters")
+            raise UserError("the query must be non-empty text of at most 2000 characters", param="query")
         with self.store.transaction():
             self.store.put_set(name, who.name, str(where), query, utcnow())
             self.store.add_event("set-create", actor=who.name, detail={"set": name, "scope": str(where),
@@ -58,7 +99,7 @@ class ExportMixin:
         """Add (include) or remove (exclude) a fragment by hand."""
         who = self.principal(actor)
         self._set(name, who, "change-set")
-        self.get(fragment_id, principal=who)
+        self.fragments.get(fragment_id, principal=who)
         with self.store.transaction():
             self.store.put_member(name, fragment_id, "include" if include else "exclude")
             self.store.add_event("set-add" if include else "set-remove", actor=who.name, fragment_id=fragment_id,
@@ -75,7 +116,7 @@ class ExportMixin:
         owner = self.principal(found["owner"])
         where = Scope.parse(found["scope"])
         if found["query"]:
-            result = self.search(found["query"], principal=owner, scope=where, k=50, trace=False)
+            result = self.retrieval.search(found["query"], principal=owner, scope=where, k=50, trace=False)
             base = [h.id for h in result.hits + result.avoid]
         else:
             base = [f.id for f in self.store.fragments(status="active")
@@ -127,7 +168,7 @@ class ExportMixin:
                       "query": found["query"], "include": [i for i in found["include"] if self._sees_id(who, i)],
                       "exclude": [i for i in found["exclude"] if self._sees_id(who, i)]}
         where, written = Scope.parse(found["scope"]), {r["id"] for r in records}
-        pins = [bundle.pin_record(p) for p in self.store.pins(now=utcnow()) if p["fragment_id"] in written
+        pins = [bundle.pin_record(p) for p in self.ws.index.pins(utcnow()) if p["fragment_id"] in written
                 and policy.sees_scope(who, Scope.parse(p["scope"])) and applies(Scope.parse(p["scope"]), where)]
         manifest = bundle.write(Path(out), records, definition, model=MODEL_NAME,
                                 chunker=f"{CHUNKER_VERSION}; git: {GIT_CHUNKER}", force=force, pins=pins)
@@ -146,7 +187,7 @@ class ExportMixin:
         from ..errors import Conflict
         from ..export import bundle
         from ..ingest.bundles import BundleReport, check_manifest, check_shapes, plan_import, plan_pins, plan_set
-        from ..store.store import VersionWrite
+        from ..store.rows import VersionWrite
 
         who = self.principal(actor)
         manifest, records = bundle.read(Path(folder))
@@ -233,24 +274,24 @@ class ExportMixin:
         from ..retrieval.index import applies
 
         who = self.principal(principal)
-        where = Scope.parse(scope) if isinstance(scope, str) else scope
+        where = Scope.coerce(scope)
         problem = self.config.check_scope(where)
         if problem:
             raise UserError(problem)
         if budget <= 0:
-            raise UserError("--budget must be a positive number of tokens")
+            raise UserError("the budget must be a positive number of tokens", param="budget")
         if not policy.sees_scope(who, where):
             raise PermissionDenied(f"{who.name} may not see {where}: nothing to export")
         now = now or utcnow()
         withheld = set() if allow_secret else self.store.secret_flagged()
-        superseded = set(self.supersessions(who))  # only by fragments this principal sees
+        superseded = set(self.retrieval.supersessions(who))  # only by fragments this principal sees
         exportable = lambda f: policy.may(who, "export", f) and f.id not in withheld  # noqa: E731
         if set_name is not None:
             pool = [f for f in self.set_fragments(set_name, principal=who) if exportable(f)]
         else:
             pool = [f for f in self.store.fragments(status="active")
                     if f.scope.org == where.org and applies(f.scope, where) and exportable(f)]
-        pin_ids = self.applicable_pins(who, where, now)
+        pin_ids = self.retrieval.applicable_pins(who, where, now)
         pins = [f for f in self.store.fragments(status="active", ids=pin_ids)
                 if exportable(f) and f.kind != "anti-pattern"]
         pins.sort(key=lambda f: pin_ids.index(f.id))
@@ -262,7 +303,7 @@ class ExportMixin:
         pool = [f for f in pool if f.id not in superseded]
         pins = [f for f in pins if f.id not in superseded]
         avoid = [f for f in avoid if f.id not in superseded]
-        index = self.search_index()
+        index = self.retrieval.search_index()
         ranks = index.authority_for(index.visible(who))  # PageRank over what this principal sees
         authority = {fid: float(ranks[i]) for fid, i in index.pos.items()} if index.ids else {}
         taken = {f.id for f in pins} | {f.id for f in avoid}
@@ -291,7 +332,7 @@ class ExportMixin:
         render = renderer(fmt)
         if base_url is not None:
             if fmt != "llms-txt":
-                raise UserError(f"--base-url applies to llms-txt only, not {fmt}")
+                raise UserError(f"a base URL applies to llms-txt only, not {fmt}", param="base_url")
             base_url = check_base_url(base_url)
         selection = self.agent_selection(scope=scope, principal=principal, set_name=set_name, budget=budget,
                                          allow_secret=allow_secret)

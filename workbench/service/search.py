@@ -1,4 +1,4 @@
-"""The retrieval half of ``Workbench``: search, context, supersession, traces and the index.
+"""Search and context: ranked, scope-checked, traced retrieval over the IndexManager's index.
 
 Every call is scope-checked with the same visibility rule as ``get``; search and
 context calls are stored as traces that can be replayed exactly, later edits
@@ -10,7 +10,7 @@ and so is anything below the confidence floor (pins excepted).
 from __future__ import annotations
 
 import secrets
-import threading
+from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, Callable
 
@@ -25,41 +25,33 @@ from ..retrieval.results import ContextResult, SearchResult
 from ..retrieval import index as search_index
 from ..retrieval.compose import NO_KNOWLEDGE, compose
 from ..retrieval.filters import make_filters
-from ..retrieval.embedder import MODEL_NAME, Embedder, count_tokens, count_tokens_many
+from ..retrieval.embedder import MODEL_NAME, count_tokens, count_tokens_many
 from ..retrieval.pipeline import Hit, Ranking, Settings, hits_from, rank, rerank
 from ..store.store import utcnow
+from .fragments import Fragments
+from .workspace import Feature, Workspace
 
-_RERANKERS: dict[str, Any] = {}
 MAX_QUERY_CHARS = 4000
 TRACE_NOT_STORED = "trace not stored (read-only workspace)"
 MAX_BUDGET = 1_000_000
-_RERANK_LOCK = threading.Lock()
 
 
-def load_reranker(path: str):
-    """A sentence-transformers CrossEncoder from a local folder (never the hub), once per process."""
-    from pathlib import Path
-
-    if not Path(path).is_dir():
-        raise UserError(f"reranker {path!r} is not a local folder holding a cross-encoder")
-    with _RERANK_LOCK:
-        if path not in _RERANKERS:
-            from ..retrieval.embedder import _offline
-
-            _offline()
-            try:
-                from sentence_transformers import CrossEncoder
-
-                _RERANKERS[path] = CrossEncoder(path, device="cpu", local_files_only=True)
-            except Exception as e:  # noqa: BLE001
-                raise UserError(f"cannot load the reranker at {path}: {e}") from e
-    return _RERANKERS[path]
+@dataclass
+class Retrieved:
+    """What one retrieval round trip found for one principal."""
+    index: search_index.SearchIndex
+    ranking: Ranking
+    hits: list[Hit]
+    avoid: list[Hit]
+    pins: list[Hit]      # pinned fragments that apply and that the principal sees, oldest pin first
 
 
-class RetrievalMixin:
-    # provided by Workbench: store, config, principal(), get()
-    _index: search_index.SearchIndex | None = None
-    embedder: Embedder = Embedder()
+class Retrieval(Feature):
+    """Search, context, fetch and traces over the workspace's ``IndexManager``."""
+
+    def __init__(self, ws: Workspace, fragments: Fragments):
+        super().__init__(ws)
+        self.fragments = fragments
 
     # -- the index ------------------------------------------------------------------
 
@@ -75,38 +67,23 @@ class RetrievalMixin:
         return replace(base, **fields).check()
 
     def search_index(self, progress: Callable | None = None) -> search_index.SearchIndex:
-        """The index of the current generation (rebuilt, reusing vectors, after any change)."""
-        generation = self.store.generation()
-        if self._index is None or self._index.generation != generation:
-            self._index = search_index.build(self.store, self.embedder, previous=self._index, progress=progress)
-        elif progress is not None:
-            self._index.progress = progress
-        return self._index
+        """The index of the current generation (the IndexManager's)."""
+        return self.ws.index.current(progress)
 
-    def warm(self, *, progress: Callable | None = None, lexical: str = "bm25s") -> dict[str, int]:
-        """Build everything search needs now: authority, lexical index, embeddings (only missing ones)."""
-        before = self.store.embedding_count(self.embedder.name)
-        index = self.search_index(progress)
-        index.lexical(lexical)
-        if lexical != "duckdb-fts" and self.store.can_store_derived():
-            index.lexical("duckdb-fts")  # persisted: the next process's first query needs no build (quick_lexical)
-        index.vectors()
-        return {"fragments": len(index.ids), "embedded": self.store.embedding_count(self.embedder.name) - before,
-                "generation": index.generation}
+    def warm(self, *, progress: Callable | None = None, lexical: str = "bm25") -> dict[str, int]:
+        """Build everything search needs now (see ``IndexManager.warm``)."""
+        return self.ws.index.warm(progress=progress, lexical=lexical)
 
     def quick_lexical(self) -> str:
-        """The lexical backend that answers a first query in a fresh process fastest:
-        ``duckdb-fts`` when its index, persisted in the workspace, is current (no build: ~20 ms a
-        query at 10k fragments), else ``bm25s`` (built in memory, ~2 s at 10k)."""
-        current = self.store.fts_generation() == self.store.generation()
-        return "duckdb-fts" if current else "bm25s"
+        """The lexical backend that answers a first query in a fresh process fastest."""
+        return self.ws.index.quick_lexical()
 
     # -- pins as retrieval sees them --------------------------------------------------
 
     def applicable_pins(self, principal: Principal, within: Scope | None, now: datetime) -> list[str]:
         """Ids pinned in a scope that applies to the caller, visible to the caller, oldest pin first."""
         out: list[str] = []
-        for pin in self.store.pins(now=now):
+        for pin in self.ws.index.pins(now):
             scope = Scope.parse(pin["scope"])
             if not policy.sees_scope(principal, scope) or not search_index.applies(scope, within):
                 continue
@@ -116,8 +93,11 @@ class RetrievalMixin:
 
     # -- search and context ---------------------------------------------------------
 
-    def _rank(self, query: str, principal: Principal, settings: Settings, within: Scope | None,
-              now: datetime, allow_secret: bool = False) -> tuple[search_index.SearchIndex, Ranking, list[str]]:
+    def retrieve(self, query: str, principal: Principal, settings: Settings, *, within: Scope | None,
+                 now: datetime, allow_secret: bool = False, for_context: bool = False,
+                 min_confidence: float | None = None, calibrate: bool = True) -> Retrieved:
+        """One round trip through the index: the ranked hits, the anti-patterns to avoid and the
+        pins that apply, for one principal. ``search`` and ``context`` are each one call of this."""
         if not isinstance(query, str) or not query.strip():
             raise UserError("the query is empty")
         if len(query) > MAX_QUERY_CHARS:
@@ -130,11 +110,15 @@ class RetrievalMixin:
             ranking.order = [i for i in ranking.order if index.ids[i] not in withheld]
             ranking.pinned = {i for i in ranking.pinned if index.ids[i] not in withheld}
         if settings.reranker:
-            ranking = rerank(index, ranking, query, load_reranker(settings.reranker), settings.rerank_top_n)
-        return index, ranking, pins
+            ranking = rerank(index, ranking, query, self.ws.index.reranker(settings.reranker), settings.rerank_top_n)
+        hits, avoid = hits_from(index, ranking, settings, for_context=for_context, min_confidence=min_confidence,
+                                calibrate=calibrate)
+        visible = index.visible(principal, within)
+        pin_hits = [_pin_hit(index, ranking, fid) for fid in pins if fid in index.pos and visible[index.pos[fid]]]
+        return Retrieved(index, ranking, hits, avoid, pin_hits)
 
     def search(self, query: str, *, principal: str | Principal | None = None, k: int = 10,
-               pipeline: str = "hybrid", lexical: str = "bm25s", fusion: str = "weighted", dense: str = "numpy",
+               pipeline: str = "hybrid", lexical: str = "bm25", fusion: str = "weighted", dense: str = "numpy",
                scope: Scope | str | None = None, min_score: float | None = None, reranker: str | None = None,
                trace: bool = True, now: datetime | None = None, allow_secret: bool = False,
                kind: str | list[str] | None = None, tag: str | list[str] | None = None,
@@ -147,14 +131,15 @@ class RetrievalMixin:
         ``min_confidence`` (none by default) drops hits below it; pins are exempt.
         ``calibrate=False`` leaves confidences None, so ``pipeline="bm25"`` needs no model."""
         who = self.principal(principal)
-        within = Scope.parse(scope) if isinstance(scope, str) else scope
+        within = Scope.coerce(scope)
         floor = _confidence(min_confidence)
         settings = self.settings(pipeline=pipeline, lexical=lexical, fusion=fusion, dense=dense, k=k,
                                  min_score=min_score, reranker=reranker, dense_weight=dense_weight,
                                  filters=self._filters(kind, tag, owner, updated_since))
         now = now or utcnow()
-        index, ranking, _ = self._rank(query, who, settings, within, now, allow_secret)
-        hits, avoid = hits_from(index, ranking, settings, min_confidence=floor, calibrate=calibrate)
+        got = self.retrieve(query, who, settings, within=within, now=now, allow_secret=allow_secret,
+                            min_confidence=floor, calibrate=calibrate)
+        hits, avoid = got.hits, got.avoid
         trace_id = None
         info = settings.to_dict()
         if floor is not None:
@@ -165,7 +150,7 @@ class RetrievalMixin:
                                    extra={"min_confidence": floor} if floor is not None else None)
         if trace and trace_id is None:
             info["trace_note"] = TRACE_NOT_STORED
-        return SearchResult(trace_id, query, hits, avoid, ranking.stages_ms, info)
+        return SearchResult(trace_id, query, hits, avoid, got.ranking.stages_ms, info)
 
     def context(self, query: str, *, principal: str | Principal | None = None, budget: int = 3200,
                 scope: Scope | str | None = None, pipeline: str = "hybrid", k: int = 20,
@@ -183,16 +168,14 @@ class RetrievalMixin:
         if isinstance(budget, bool) or not isinstance(budget, int) or not 0 <= budget <= MAX_BUDGET:
             raise UserError(f"the budget must be a whole number of tokens from 0 to {MAX_BUDGET}")
         who = self.principal(principal)
-        within = Scope.parse(scope) if isinstance(scope, str) else scope
+        within = Scope.coerce(scope)
         floor = self.confidence_floor(min_confidence)
         settings = self.settings(pipeline=pipeline, k=k, min_score=min_score, reranker=reranker,
                                  dense_weight=dense_weight, filters=self._filters(kind, tag, owner, updated_since))
         now = now or utcnow()
-        index, ranking, pins = self._rank(query, who, settings, within, now, allow_secret)
-        hits, avoid = hits_from(index, ranking, settings, for_context=True, min_confidence=floor)
-        visible = index.visible(who, within)
-        pin_hits = [_pin_hit(index, ranking, fid) for fid in pins if fid in index.pos and visible[index.pos[fid]]]
-        composed = compose(pin_hits, hits, avoid, budget=budget, query=query, count=count_tokens,
+        got = self.retrieve(query, who, settings, within=within, now=now, allow_secret=allow_secret,
+                            for_context=True, min_confidence=floor)
+        composed = compose(got.pins, got.hits, got.avoid, budget=budget, query=query, count=count_tokens,
                            count_many=count_tokens_many)
         served = ([_served(i.hit, "fragments", i.text, i.tokens) for i in composed.fragments]
                   + [_served(i.hit, "avoid", i.text, i.tokens) for i in composed.avoid])
@@ -234,7 +217,7 @@ class RetrievalMixin:
         """(superseding id, its version) when the principal sees a fragment that supersedes this
         one, else None. Scope-checked like ``get``."""
         who = self.principal(principal)
-        self.get(fragment_id, principal=who)
+        self.fragments.get(fragment_id, principal=who)
         newer = [f for f in self.store.fragments(status="active", ids=self.store.superseders(fragment_id))
                  if f.id != fragment_id and policy.sees(who, f)]
         if not newer:
@@ -260,7 +243,7 @@ class RetrievalMixin:
         """One fragment served to an agent by id (the MCP `get` tool): scope-checked like ``get``,
         refused when stored with a secret-guard override (unless ``allow_secret``), and traced."""
         who = self.principal(principal)
-        fragment = self.get(fragment_id, principal=who)
+        fragment = self.fragments.get(fragment_id, principal=who)
         if not allow_secret and fragment.id in self.store.secret_flagged():
             raise UserError(f"{fragment.id} was stored with a secret-guard override and is not served to agents")
         return fragment, self.record_get(fragment, principal=who, now=now)
@@ -299,7 +282,7 @@ def _confidence(value: float | None) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
-        raise UserError(f"--min-confidence must be a number from 0 to 1, not {value!r}")
+        raise UserError(f"the minimum confidence must be a number from 0 to 1, not {value!r}", param="min_confidence")
     return float(value)
 
 
@@ -323,72 +306,3 @@ def _pin_hit(index: search_index.SearchIndex, ranking: Ranking, fragment_id: str
     i = index.pos[fragment_id]
     hit = _hit(index, ranking, i, 0)
     return replace(hit, scores={**hit.scores, "pinned": True}, rank=0)
-
-
-class EvalMixin:
-    """Evaluation over the golden set (in the workspace) or a BEIR directory."""
-
-    def eval_golden(self, path: str, *, pipelines: list[str] | None = None, compare: tuple[str, str] | None = None,
-                    now: datetime | None = None) -> dict[str, Any]:
-        from ..retrieval import evaluate
-
-        queries = evaluate.load_golden(path)
-        for q in queries:
-            self.principal(q["principal"])
-        names = _pipelines(pipelines, compare)
-        now = now or utcnow()
-        index = self.search_index()
-        # Pins are a curation overlay that always comes first; evaluation measures ranking alone.
-        out = evaluate.run_golden(index, queries, self.principal, self.settings(), names, now,
-                                  floor=self.confidence_floor())
-        return _finish(out, compare, {q.get("id", str(i)): q["query"] for i, q in enumerate(queries)})
-
-    @staticmethod
-    def eval_beir(folder: str, *, split: str = "test", pipelines: list[str] | None = None,
-                  compare: tuple[str, str] | None = None, cache: str | None = None,
-                  progress: Callable | None = None) -> dict[str, Any]:
-        """Evaluate on a BEIR directory. Embeddings are cached (by text hash) in ``cache``
-        (default: $WORKBENCH_CACHE, else ~/.cache/workbench/eval.duckdb)."""
-        import os
-        from pathlib import Path
-
-        from ..retrieval import evaluate
-        from ..store import Store
-
-        names = _pipelines(pipelines, compare)
-        for name in names:
-            evaluate.preset(Settings(), name)
-        corpus, queries, qrels = evaluate.load_beir(folder, split)
-        cache_path = Path(cache or os.environ.get("WORKBENCH_CACHE") or Path.home() / ".cache" / "workbench"
-                          / "eval.duckdb")
-        cache_path.parent.mkdir(parents=True, exist_ok=True)
-        store = Store(cache_path)
-        try:
-            index = evaluate.beir_index(corpus, store, RetrievalMixin.embedder)
-            index.progress = progress
-            if any(evaluate.PRESETS[n]["pipeline"] != "bm25" for n in names):
-                index.vectors()
-            out = evaluate.run_beir(index, queries, qrels, Settings(), names)
-        finally:
-            store.close()
-        return _finish(out, compare, queries)
-
-
-def _pipelines(pipelines: list[str] | None, compare: tuple[str, str] | None) -> list[str]:
-    from ..retrieval.evaluate import DEFAULT_PIPELINES
-
-    names = list(dict.fromkeys(pipelines or DEFAULT_PIPELINES))
-    for name in compare or ():
-        if name not in names:
-            names.append(name)
-    return names
-
-
-def _finish(out: dict[str, Any], compare: tuple[str, str] | None, queries: dict[str, str]) -> dict[str, Any]:
-    from ..retrieval.results import EvalReport
-    from ..retrieval import evaluate
-
-    result = EvalReport(out["metrics"])
-    if compare:
-        result["compare"] = evaluate.compare(out["rankings"], compare[0], compare[1], queries)
-    return result

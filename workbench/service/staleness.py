@@ -1,4 +1,4 @@
-"""The staleness half of ``Workbench``: stale, nudge, verify, snooze."""
+"""Staleness: stale, nudge, verify, snooze."""
 
 from __future__ import annotations
 
@@ -13,18 +13,21 @@ from ..curate.staleness import StaleItem, digest, find_stale
 from ..errors import UserError
 from ..models import Principal
 from ..store.store import utcnow
+from .fragments import Fragments
+from .workspace import Feature, Workspace
 
 NUDGE_COOLDOWN_DAYS = 14
 MAX_DAYS = 36_500  # a hundred years: anything larger is a typo, and overflows date arithmetic
 
 
-def check_days(value, option: str = "--days", *, allow_zero: bool = False) -> int:
+def check_days(value, param: str = "days", *, allow_zero: bool = False) -> int:
     """A day count from a user: a whole number in range, or a clear error (never an overflow)."""
+    what = "the cooldown" if param == "cooldown_days" else "the number of days"
     if isinstance(value, bool) or not isinstance(value, int):
-        raise UserError(f"{option} must be a whole number of days, not {value!r}")
+        raise UserError(f"{what} must be a whole number of days, not {value!r}", param=param)
     low = 0 if allow_zero else 1
     if not low <= value <= MAX_DAYS:
-        raise UserError(f"{option} must be between {low} and {MAX_DAYS} days (got {value})")
+        raise UserError(f"{what} must be between {low} and {MAX_DAYS} days (got {value})", param=param)
     return value
 
 
@@ -39,7 +42,13 @@ class NudgeReport:
                 "owners": len(self.nudged), "skipped_cooldown": self.skipped, "digests": self.digests}
 
 
-class StaleMixin:
+class Staleness(Feature):
+    """Fragments nobody edited or verified for months, nudges to their owners, verify and snooze."""
+
+    def __init__(self, ws: Workspace, fragments: Fragments):
+        super().__init__(ws)
+        self.fragments = fragments
+
     def stale(self, *, days: int = 180, now: datetime | None = None,
               principal: str | Principal | None = None) -> list[StaleItem]:
         """Fragments ``principal`` can see that were not edited or verified for ``days`` (or whose code
@@ -64,7 +73,7 @@ class StaleMixin:
         """Record one nudge per owner per stale fragment that ``principal`` can see (none again within
         the cooldown) and write one markdown digest per nudged owner into the workspace outbox.
         Safe under cron: run it once per org as that org's lead."""
-        check_days(cooldown_days, "--cooldown", allow_zero=True)
+        check_days(cooldown_days, "cooldown_days", allow_zero=True)
         now = now or utcnow()
         items = self.stale(days=days, now=now, principal=principal)
         last = self.store.last_nudges()
@@ -101,7 +110,7 @@ class StaleMixin:
                now: datetime | None = None):
         """The owner says the fragment is still true: resets its staleness clock (recorded)."""
         who = self.principal(actor)
-        fragment = self.get(fragment_id, principal=who)
+        fragment = self.fragments.get(fragment_id, principal=who)
         policy.require(who, "verify", fragment)
         now = now or utcnow()
         with self.store.transaction():
@@ -115,7 +124,7 @@ class StaleMixin:
         """Hide a fragment from the stale list for ``days`` (owner only, recorded)."""
         who = self.principal(actor)
         check_days(days)
-        fragment = self.get(fragment_id, principal=who)
+        fragment = self.fragments.get(fragment_id, principal=who)
         policy.require(who, "snooze", fragment)
         now = now or utcnow()
         until = now + timedelta(days=days)

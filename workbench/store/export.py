@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .store import VersionWrite
+from .rows import VersionWrite
 
 
 class ExportQueries:
@@ -35,7 +34,7 @@ class ExportQueries:
             if mode is not None:
                 self._q("INSERT INTO set_members VALUES (?, ?, ?)", [name, fragment_id, mode])
 
-    def import_history(self, writes: list["VersionWrite"]) -> None:
+    def import_history(self, writes: list[VersionWrite]) -> None:
         """Write versions of one fragment (from a bundle) in order, the last one made current:
         earlier ones go straight into the history, the last through ``write_versions``."""
         with self.transaction():

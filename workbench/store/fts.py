@@ -26,7 +26,7 @@ class FtsQueries:
         if rows and int(rows[0][0]) == generation:
             return
         if self.read_only:  # the index lives in the file (DuckDB cannot put it in TEMP): it cannot be built
-            self.require_writable("build the duckdb-fts index: search with --lexical bm25s instead")
+            self.require_writable("build the duckdb-fts index (the bm25 lexical backend needs none)")
         with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
             path = Path(tmp) / "docs.jsonl"
             with path.open("w", encoding="utf-8") as out:

@@ -36,7 +36,6 @@ class RetrievalQueries:
     # DuckDB lets one process at a time open the file, so every write goes through this
     # Store: the generation can be read once and then tracked in memory.
     _generation: int | None = None
-    _pins_cache: tuple[int, list[dict[str, Any]]] | None = None
     _memory_authority: tuple[int, dict[str, tuple[float, int, int]]] | None = None
 
     def generation(self) -> int:
@@ -84,42 +83,12 @@ class RetrievalQueries:
         return True
 
     # -- DuckDB-native dense path (exact scan), kept for comparison and SQL users ---------
+    # (the benchmark's unfiltered scan and HNSW probe are its own: benchmarks/bench_sql.py)
 
     def dense_scan(self, model: str, query: np.ndarray, text_hashes: list[str], k: int) -> list[tuple[str, float]]:
         sql = (f"SELECT text_hash, 1 - array_cosine_distance(vector, {vector_literal(query)}) AS sim FROM embeddings "
                "WHERE model = ? AND list_contains(?, text_hash) ORDER BY sim DESC LIMIT ?")
         return [(h, float(s)) for h, s in self._q(sql, [model, list(text_hashes), k])]
-
-    def dense_scan_all(self, model: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
-        """Exact top-k over every vector of the model (no scope filter): the benchmark's SQL scan."""
-        sql = (f"SELECT text_hash, 1 - array_cosine_distance(vector, {vector_literal(query)}) AS sim FROM embeddings "
-               "WHERE model = ? ORDER BY sim DESC LIMIT ?")
-        return [(h, float(s)) for h, s in self._q(sql, [model, k])]
-
-    def hnsw_probe(self, model: str, queries: np.ndarray, k: int, exact: list[set[str]]) -> dict[str, Any]:
-        """Measure a VSS HNSW index (build time, query latency, recall against ``exact``) on a
-        temporary copy; HNSW persistence is experimental, so nothing of it is kept."""
-        import time
-
-        self._q("CREATE OR REPLACE TEMP TABLE hnsw_probe AS SELECT text_hash, vector FROM embeddings WHERE model = ?",
-                [model])
-        try:
-            t = time.perf_counter()
-            self._q("CREATE INDEX hnsw_probe_idx ON hnsw_probe USING HNSW (vector) WITH (metric = 'cosine')")
-            build_s = time.perf_counter() - t
-            times, recalls = [], []
-            for q, truth in zip(queries, exact):
-                t = time.perf_counter()
-                rows = self._q(f"SELECT text_hash FROM hnsw_probe ORDER BY array_cosine_distance(vector, "
-                               f"{vector_literal(q)}) LIMIT ?", [k])
-                times.append((time.perf_counter() - t) * 1000)
-                recalls.append(len({r[0] for r in rows} & truth) / max(1, len(truth)))
-        finally:
-            self._q("DROP TABLE IF EXISTS hnsw_probe")
-        arr = np.asarray(times)
-        return {"build_s": round(build_s, 2), "query_ms": {"p50": round(float(np.percentile(arr, 50)), 3),
-                                                            "p95": round(float(np.percentile(arr, 95)), 3)},
-                "recall_at_k_vs_exact": round(float(np.mean(recalls)), 3), "k": k}
 
     # -- authority -------------------------------------------------------------------------
 
@@ -184,14 +153,12 @@ class RetrievalQueries:
     # -- pins ------------------------------------------------------------------------------
 
     def pins(self, now: datetime | None = None) -> list[dict[str, Any]]:
-        """Pins, oldest first; with ``now``, only those that have not expired."""
-        generation = self.generation()
-        if self._pins_cache is None or self._pins_cache[0] != generation:
-            rows = self._q("SELECT fragment_id, scope, pinned_by, pinned_at, reason, until FROM pins "
-                           "ORDER BY pinned_at, fragment_id")
-            self._pins_cache = (generation, [{"fragment_id": r[0], "scope": r[1], "pinned_by": r[2],
-                                              "pinned_at": r[3], "reason": r[4], "until": r[5]} for r in rows])
-        pins = [dict(p) for p in self._pins_cache[1]]
+        """Pins, oldest first; with ``now``, only those that have not expired. (Retrieval reads
+        them through ``IndexManager.pins``, which keeps them per generation.)"""
+        rows = self._q("SELECT fragment_id, scope, pinned_by, pinned_at, reason, until FROM pins "
+                       "ORDER BY pinned_at, fragment_id")
+        pins = [{"fragment_id": r[0], "scope": r[1], "pinned_by": r[2], "pinned_at": r[3], "reason": r[4],
+                 "until": r[5]} for r in rows]
         return pins if now is None else [p for p in pins if p["until"] is None or p["until"] > now]
 
     def put_pin(self, fragment_id: str, scope: str, by: str, at: datetime, reason: str | None,

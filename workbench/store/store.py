@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import tempfile
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
@@ -19,6 +18,7 @@ from .export import ExportQueries
 from .fts import FtsQueries
 from .overrides import OverrideQueries
 from .retrieval import RetrievalQueries
+from .rows import Stamp, Stored, Summary, VersionWrite
 
 _FRAGMENT_COLS = ("id, version, kind, title, body, org, repo, persona, session, owner, status, tags, links, "
                   "supersedes, sources, details, content_hash, created_at, updated_at, verified_at")
@@ -57,7 +57,7 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, Overri
 
         con, problem = open_database(self.path, read_only=self._mode, lock_timeout=self.lock_timeout)
         self._generation = None  # another process may have written while we were away
-        self._pins_cache = None
+        self.epoch = getattr(self, "epoch", 0) + 1  # caches keyed by generation must not outlive a reconnect
         self.read_only = problem is not None
         self._blame, self.read_only_reason = problem if problem else (self.path, None)
         self.schema_pending = []
@@ -158,7 +158,7 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, Overri
         except BaseException:
             self._depth = 0
             self._generation = None  # cached state may have seen the rolled-back writes
-            self._pins_cache = None
+            self.epoch += 1          # ... and a generation number may be reused after a rollback
             try:
                 self.con.execute("ROLLBACK")
             except Exception:
@@ -196,20 +196,20 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, Overri
             sql += " WHERE " + " AND ".join(where)
         return [_fragment(r) for r in self._q(sql + " ORDER BY id", params)]
 
-    def stamps(self, *, status: str = "active") -> list[tuple[str, int, datetime | None]]:
+    def stamps(self, *, status: str = "active") -> list[Stamp]:
         """(id, version, verified_at) in id order: enough to tell what changed since an index was built."""
-        return self._q("SELECT id, version, verified_at FROM fragments WHERE status = ? ORDER BY id", [status])
+        return [Stamp(*r) for r in self._q("SELECT id, version, verified_at FROM fragments WHERE status = ? "
+                                           "ORDER BY id", [status])]
 
-    def summaries(self) -> list[tuple]:
-        """Light rows for browsing: (id, kind, title, owner, org, repo, persona, session, status,
-        updated_at, verified_at), without bodies or JSON columns."""
-        return self._q("SELECT id, kind, title, owner, org, repo, persona, session, status, updated_at, verified_at "
-                       "FROM fragments ORDER BY id")
+    def summaries(self) -> list[Summary]:
+        """Light rows for browsing, without bodies or JSON columns."""
+        return [Summary(*r) for r in self._q("SELECT id, kind, title, owner, org, repo, persona, session, status, "
+                                             "updated_at, verified_at FROM fragments ORDER BY id")]
 
-    def hashes(self) -> dict[str, tuple[str, int, datetime, datetime | None]]:
+    def hashes(self) -> dict[str, Stored]:
         """id → (content hash, version, updated_at, verified_at), for change detection."""
         rows = self._q("SELECT id, content_hash, version, updated_at, verified_at FROM fragments")
-        return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
+        return {r[0]: Stored(*r[1:]) for r in rows}
 
     def origins(self, *, prefix: str) -> dict[str, str]:
         """id → origin (file path, or git:REPO:PATH) of fragments whose origin starts with ``prefix``."""
@@ -320,33 +320,6 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, Overri
                   detail: dict[str, Any] | None = None, at: datetime | None = None) -> None:
         self._q("INSERT INTO events (occurred_at, actor, action, fragment_id, detail) VALUES (?, ?, ?, ?, ?)",
                 [at or utcnow(), actor, action, fragment_id, json.dumps(detail) if detail is not None else None])
-
-
-@dataclass(frozen=True)
-class VersionWrite:
-    """One version to append (see ``Store.write_versions``)."""
-
-    fragment_id: str
-    number: int
-    content: Content
-    author: str
-    reason: str
-    at: datetime
-    created_at: datetime | None = None
-    verified_at: datetime | None = None
-    origin: str | None = None
-
-    def row(self) -> dict[str, Any]:
-        c = self.content
-        data = c.to_dict()
-        ts = lambda v: None if v is None else v.isoformat()  # noqa: E731
-        return {"id": self.fragment_id, "version": self.number, "author": self.author, "written_at": ts(self.at),
-                "reason": self.reason, "content_hash": c.content_hash(), "content": data,
-                "kind": c.kind, "title": c.title, "body": c.body, **data["scope"], "owner": c.owner,
-                "status": c.status, "tags": data["tags"], "links": data["links"],
-                "supersedes": data["supersedes"], "sources": data["sources"], "details": data["details"],
-                "created_at": ts(self.created_at or self.at), "verified_at": ts(self.verified_at),
-                "origin": self.origin}
 
 
 _BATCH_COLUMNS = ("{id: 'VARCHAR', version: 'INTEGER', author: 'VARCHAR', written_at: 'TIMESTAMP', reason: 'VARCHAR', "

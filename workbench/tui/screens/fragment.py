@@ -36,8 +36,7 @@ def graph_node(wb, fragment_id: str, principal) -> dict | None:
 def fragment_markdown(f) -> str:
     """The body as shown: title, an anti-pattern's don't / why / instead, its evidence as a list."""
     parts = [f"# {f.title}"]
-    parts += [f"**{label}:** {f.content.detail(key)}" for key, label in
-              (("dont", "Don't"), ("why", "Why"), ("instead", "Instead")) if f.content.detail(key)]
+    parts += [f"**{label}:** {value}" for label, value in f.content.antipattern()]
     evidence = f.content.detail("evidence")
     if evidence:
         items = [evidence] if isinstance(evidence, str) else list(evidence)

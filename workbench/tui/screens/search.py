@@ -42,8 +42,8 @@ def warm_lexical(wb) -> int:
     the lexical preview uses it), the BM25 backend: run as a job after the first paint, so the
     first search is answered at once. Returns the number of fragments indexed."""
     index = wb.search_index()
-    if wb.quick_lexical() == "bm25s":
-        index.lexical("bm25s")
+    if wb.quick_lexical() == "bm25":
+        index.lexical("bm25")
     return len(index.ids)
 
 

@@ -1,5 +1,10 @@
-"""Git ingestion for ``Workbench``: chunk a repository into fragments, versioned like any
-other ingest, and remember the repository for code-drift checks.
+"""Ingest: fragment files (``ingest``) and git repositories (``ingest_git``) into versions.
+
+Files are validated and authorized one by one (ingest/importer.py plans and writes them); new or
+changed fragments that nearly duplicate one the actor can see are reported as warnings.
+
+Git: chunk a repository into fragments, versioned like any other ingest, and remember the
+repository for code-drift checks.
 
 A repository is known by its identity (root commit + origin remote, see ingest/git_identity.py),
 never by its folder name, so an ingest can only change chunks of the repository it read.
@@ -15,17 +20,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable
 
 from .. import policy
 from ..errors import UserError, WorkbenchError
-from ..ingest.importer import authorizer, check_semantics, guard_secrets, plan_writes
+from ..ingest.importer import Progress, authorizer, check_semantics, guard_secrets, ingest_files, plan_writes
 from ..models import IngestReport, Principal, Scope
-from ..store.store import VersionWrite, utcnow
+from ..store.rows import VersionWrite
+from ..store.store import utcnow
+from .workspace import Feature, Workspace
 
 if TYPE_CHECKING:
     from ..ingest.git import RepoRead
     from ..ingest.git_identity import RepoIdentity
+    from .curation import Curation
 
 ACTIONS = ("add", "update", "archive")
 _REPORTED = {"add": "added", "update": "updated", "archive": "archived"}
@@ -75,7 +83,29 @@ class _GitPlan:
     keys: list[str]                    # every repo key whose chunks are this repository's (own first)
 
 
-class GitMixin:
+class Ingestion(Feature):
+    """Fragment files and git repositories into versions, each write authorized like any other."""
+
+    def __init__(self, ws: Workspace, curation: "Curation"):
+        super().__init__(ws)
+        self.curation = curation
+
+    def ingest(self, paths: Iterable[str | Path], *, actor: str | Principal | None = None,
+               reason: str | None = None, progress: Progress | None = None, allow_secret: bool = False,
+               dry_run: bool = False) -> IngestReport:
+        """Import fragment files as ``actor`` (the author of every version written). Each file is
+        validated and authorized like any write; a file that fails is reported and skipped."""
+        who = self.principal(actor)
+        report = ingest_files(self.store, self.config, paths, actor=who, reason=reason, progress=progress,
+                              allow_secret=allow_secret, dry_run=dry_run)
+        changed = report.added + report.updated
+        if changed and not dry_run:  # near-duplicates the actor can see are reported at ingest
+            for pair in self.curation.dedupe(principal=who, only=changed):
+                report.warnings.append({"file": pair["b"] if pair["b"] in changed else pair["a"],
+                                        "message": f"near-duplicate: {pair['a']} and {pair['b']} "
+                                                   f"(SimHash distance {pair['distance']}); see `workbench dedupe`"})
+        return report
+
     def ingest_git(self, path: str | Path, *, include: list[str] | None = None, scope: Scope | str | None = None,
                    actor: str | Principal | None = None, owner: str | None = None, allow_secret: bool = False,
                    dry_run: bool = False) -> GitIngestReport:
@@ -86,7 +116,7 @@ class GitMixin:
         who = self.principal(actor)
         if owner is not None:
             self.principal(owner)
-        where = Scope.parse(scope) if isinstance(scope, str) else scope
+        where = Scope.coerce(scope)
         if where is not None:
             problem = self.config.check_scope(where)
             if problem:

@@ -1,0 +1,175 @@
+"""Fragments, read and written: list, browse, get, history, diff, and the one way a version is
+written (reason, authorization, the base version rule, the secret guard's overrides)."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import replace
+
+from .. import policy
+from ..errors import Conflict, NotFound, UserError, ValidationError
+from ..ingest.files import normalise_body, parse_fragment, render_fragment
+from ..ingest.importer import check_semantics, guard_secrets
+from ..models import Content, Fragment, Principal, Scope, Version
+from ..store.store import utcnow
+from .workspace import Feature
+
+
+class Fragments(Feature):
+    def visible(self, fragment: Fragment | None, principal: Principal, fragment_id: str) -> Fragment:
+        # Unknown and out-of-scope ids answer the same way, so ids outside scope do not leak.
+        if fragment is None or not policy.may(principal, "read", fragment):
+            raise NotFound(f"unknown fragment {fragment_id!r}")
+        return fragment
+
+    # -- reads ------------------------------------------------------------------------
+
+    def list(self, *, principal: str | Principal | None = None, owner: str | None = None,
+             kind: str | None = None, scope: Scope | str | None = None,
+             include_archived: bool = False, servable: bool = False) -> list[Fragment]:
+        """Fragments the principal may see, filtered. ``scope`` keeps those within it; ``servable``
+        leaves out what is never served to agents (stored with a secret-guard override)."""
+        who = self.principal(principal)
+        if owner is not None and owner not in self.config.principals:
+            raise NotFound(f"unknown owner {owner!r} (known: {', '.join(sorted(self.config.principals))})")
+        if kind is not None:
+            from ..models import KINDS
+            if kind not in KINDS:
+                raise UserError(f"unknown kind {kind!r} (valid: {', '.join(KINDS)})")
+        within = Scope.coerce(scope)
+        rows = self.store.fragments(owner=owner, kind=kind, within=within,
+                                    status=None if include_archived else "active")
+        withheld = self.store.secret_flagged() if servable else set()
+        return [f for f in rows if policy.sees(who, f) and f.id not in withheld]
+
+    def browse(self, *, principal: str | Principal | None = None, owner: str | None = None,
+               kind: str | None = None, scope: Scope | str | None = None, stale_only: bool = False,
+               include_archived: bool = False, now=None) -> list:
+        """Light rows (no bodies) for browsing, with stale and pin badges, scope-filtered."""
+        from .browse import summaries
+
+        who = self.principal(principal)
+        within = Scope.coerce(scope)
+        now = now or utcnow()
+        pinned = {p["fragment_id"] for p in self.ws.index.pins(now)}
+        rows = summaries(self.store.summaries(), who, pinned=pinned, now=now, include_archived=include_archived)
+        return [r for r in rows if (owner is None or r.owner == owner) and (kind is None or r.kind == kind)
+                and (within is None or within.contains(r.scope)) and (not stale_only or r.stale)]
+
+    def get(self, fragment_id: str, *, version: int | None = None,
+            principal: str | Principal | None = None) -> Fragment:
+        who = self.principal(principal)
+        current = self.visible(self.store.get(fragment_id), who, fragment_id)
+        if version is None or version == current.version:
+            return current
+        old = self.store.version(fragment_id, version)
+        if old is None or not policy.sees(who, old.content):  # an invisible version answers like a missing one
+            raise NotFound(f"{fragment_id} has no version {version}")
+        return Fragment(id=fragment_id, version=old.number, content=old.content, content_hash=old.content_hash,
+                        created_at=current.created_at, updated_at=old.created_at, verified_at=None)
+
+    def history(self, fragment_id: str, *, principal: str | Principal | None = None) -> list[Version]:
+        """Every version; one written while the fragment was in a scope the viewer cannot see
+        keeps its number, author and time, but its title, reason and content are withheld."""
+        from ..retrieval.results import History
+
+        who = self.principal(principal)
+        self.get(fragment_id, principal=who)
+        return History([v if policy.sees(who, v.content) else v.withheld() for v in self.store.versions(fragment_id)])
+
+    def diff(self, fragment_id: str, a: int, b: int, *, principal: str | Principal | None = None) -> str:
+        """Unified diff of the fragment file between versions ``a`` and ``b``."""
+        left = self.get(fragment_id, version=a, principal=principal)
+        right = self.get(fragment_id, version=b, principal=principal)
+        render = lambda f: render_fragment(  # noqa: E731 - timestamps are not content
+            Fragment(f.id, f.version, f.content, f.content_hash, f.created_at, f.created_at)).splitlines(True)
+        return "".join(difflib.unified_diff(render(left), render(right),
+                                            fromfile=f"{fragment_id}@v{a}", tofile=f"{fragment_id}@v{b}"))
+
+    def stats(self) -> dict[str, int]:
+        return self.store.counts()
+
+    # -- writes -----------------------------------------------------------------------
+
+    def write(self, fragment_id: str, content: Content, *, actor: Principal, reason: str,
+               base: int | None = None, overrides: list[dict] | None = None) -> Fragment:
+        """The one way a single version is written: reason, authorization, the base version rule,
+        the secret guard's overrides, then the version (author = the actor), in one transaction."""
+        if not reason or not reason.strip():
+            raise UserError("a reason is required for every change", param="reason")
+        with self.store.transaction():
+            current = self.store.get(fragment_id)
+            policy.require_write(actor, current, content, principals=self.config.principals)
+            if base is not None:
+                self.check_base(fragment_id, current, base)
+            if current is not None and content.content_hash() == current.content_hash:
+                raise UserError(f"no change: {fragment_id} already has this content (v{current.version})")
+            at = utcnow()
+            number = self.store.append_version(fragment_id, content, author=actor.name, reason=reason.strip(), at=at)
+            if overrides:
+                self.store.put_secret_override(fragment_id, number, actor.name, at, overrides)
+            return self.store.get(fragment_id)
+
+    def check_base(self, fragment_id: str, current: Fragment | None, base: int) -> None:
+        """Refuse a change made from version ``base`` when the fragment has moved on since."""
+        if current is None or current.version == base:
+            return
+        if base > current.version or base < 1:
+            raise Conflict(f"{fragment_id} has no version {base} to start from (latest is v{current.version})")
+        later = [v for v in self.store.versions(fragment_id) if v.number > base]
+        who = ", ".join(dict.fromkeys(v.author for v in later))
+        last = later[-1]
+        raise Conflict(f"{fragment_id} changed since v{base}, which this edit started from: now v{current.version}, "
+                       f"by {who} (last at {last.created_at.replace(microsecond=0).isoformat()}Z: {last.reason!r}); "
+                       f"nothing saved. See `workbench diff {fragment_id} {base} {current.version}`, then reapply "
+                       "your change to the latest version")
+
+    def edit(self, fragment_id: str, text: str, *, reason: str, actor: str | Principal | None = None,
+             file: str = "<edit>", allow_secret: bool = False, base: int | None = None) -> Fragment:
+        """Replace the body (plain markdown) or the whole fragment (front matter + body). ``base`` is
+        the version the change was made from: when the fragment has moved on since, nothing is saved
+        and ``Conflict`` names who changed it."""
+        who = self.principal(actor)
+        current = self.get(fragment_id, principal=who)
+        if not reason or not reason.strip():
+            raise UserError("a reason is required for every change", param="reason")
+        if base is not None and (isinstance(base, bool) or not isinstance(base, int)):
+            raise UserError(f"the base must be a version number, not {base!r}", param="base")
+        if text.lstrip("\ufeff").startswith("---"):
+            parsed = parse_fragment(text, file=file, default_id=fragment_id)
+            if parsed.id != fragment_id:
+                raise ValidationError(f"id {parsed.id!r} does not match {fragment_id!r}", file=file, field="id")
+            check_semantics(parsed, self.config)
+            content = parsed.content
+        else:
+            body = normalise_body(text)
+            if not body and current.kind != "anti-pattern":
+                raise ValidationError("is empty", file=file, field="body")
+            content = replace(current.content, body=body)
+        overrides: list[dict[str, str]] = []
+        guard_secrets(content, file=file, allow=allow_secret, overrides=overrides)
+        return self.write(fragment_id, content, actor=who, reason=reason, base=base, overrides=overrides)
+
+    def revert(self, fragment_id: str, to: int, *, actor: str | Principal | None = None,
+               reason: str | None = None, base: int | None = None) -> Fragment:
+        """Append a version whose content equals version ``to`` (a version the actor may see)."""
+        who = self.principal(actor)
+        old = self.get(fragment_id, version=to, principal=who)
+        return self.write(fragment_id, old.content, actor=who, reason=reason or f"revert to v{to}", base=base)
+
+    def set_status(self, fragment_id: str, status: str, *, actor: str | Principal | None = None,
+                   reason: str, base: int | None = None) -> Fragment:
+        """Archive or restore: a versioned change like any other."""
+        who = self.principal(actor)
+        current = self.get(fragment_id, principal=who)
+        if current.status == status:
+            raise UserError(f"{fragment_id} is already {status}")
+        return self.write(fragment_id, replace(current.content, status=status), actor=who, reason=reason, base=base)
+
+    def archive(self, fragment_id: str, *, actor: str | Principal | None = None, reason: str,
+                base: int | None = None) -> Fragment:
+        return self.set_status(fragment_id, "archived", actor=actor, reason=reason, base=base)
+
+    def restore(self, fragment_id: str, *, actor: str | Principal | None = None, reason: str,
+                base: int | None = None) -> Fragment:
+        return self.set_status(fragment_id, "active", actor=actor, reason=reason, base=base)

@@ -1,0 +1,50 @@
+"""What every feature of the service needs: the open workspace's folder, config, store, index
+manager and principals. Features receive one ``Workspace`` (and the other features they call,
+by name, in their constructors); none reaches another through a shared ``self``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..config import WorkspaceConfig
+from ..models import Principal
+from ..retrieval.manager import IndexManager
+from ..store import Store
+
+
+@dataclass
+class Workspace:
+    root: Path
+    config: WorkspaceConfig
+    store: Store
+    index: IndexManager
+
+    def principal(self, name: str | Principal | None = None) -> Principal:
+        """A known principal by name (``None``: the configured default); a ``Principal`` as is."""
+        if isinstance(name, Principal):
+            return name
+        return self.config.principal(name)
+
+
+class Feature:
+    """Base of the service's features: shorthand for the workspace's parts."""
+
+    def __init__(self, ws: Workspace):
+        self.ws = ws
+
+    @property
+    def store(self) -> Store:
+        return self.ws.store
+
+    @property
+    def config(self) -> WorkspaceConfig:
+        return self.ws.config
+
+    @property
+    def root(self) -> Path:
+        return self.ws.root
+
+    def principal(self, name: str | Principal | None = None) -> Principal:
+        return self.ws.principal(name)

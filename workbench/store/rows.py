@@ -1,0 +1,69 @@
+"""Typed records the store hands out and takes in (named tuples: positional code keeps working,
+new code reads fields by name). ``VersionWrite`` lives here, not in store.py, so the query mixins
+can name it without importing the Store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from ..models import Content
+
+
+class Stamp(NamedTuple):
+    """What tells an index that a fragment changed."""
+    id: str
+    version: int
+    verified_at: datetime | None
+
+
+class Summary(NamedTuple):
+    """A light row for browsing (no body, no JSON columns)."""
+    id: str
+    kind: str
+    title: str
+    owner: str
+    org: str
+    repo: str | None
+    persona: str | None
+    session: str | None
+    status: str
+    updated_at: datetime
+    verified_at: datetime | None
+
+
+class Stored(NamedTuple):
+    """A fragment's current content hash and version, for change detection at ingest."""
+    content_hash: str
+    version: int
+    updated_at: datetime
+    verified_at: datetime | None
+
+
+@dataclass(frozen=True)
+class VersionWrite:
+    """One version to append (see ``Store.write_versions``)."""
+
+    fragment_id: str
+    number: int
+    content: Content
+    author: str
+    reason: str
+    at: datetime
+    created_at: datetime | None = None
+    verified_at: datetime | None = None
+    origin: str | None = None
+
+    def row(self) -> dict[str, Any]:
+        c = self.content
+        data = c.to_dict()
+        ts = lambda v: None if v is None else v.isoformat()  # noqa: E731
+        return {"id": self.fragment_id, "version": self.number, "author": self.author, "written_at": ts(self.at),
+                "reason": self.reason, "content_hash": c.content_hash(), "content": data,
+                "kind": c.kind, "title": c.title, "body": c.body, **data["scope"], "owner": c.owner,
+                "status": c.status, "tags": data["tags"], "links": data["links"],
+                "supersedes": data["supersedes"], "sources": data["sources"], "details": data["details"],
+                "created_at": ts(self.created_at or self.at), "verified_at": ts(self.verified_at),
+                "origin": self.origin}
+
