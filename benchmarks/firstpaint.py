@@ -1,7 +1,7 @@
 """TUI latency probes for the benchmark, run headless in a fresh process so imports count.
 
-`python -m workbench.tui.firstpaint WORKSPACE PRINCIPAL` prints "painted ROWS" once the browse
-screen is mounted and rendered; the parent measures from spawning the process.
+`python benchmarks/firstpaint.py WORKSPACE PRINCIPAL` prints "painted ROWS" once the browse
+screen is mounted and rendered; the parent (bench.py) measures from spawning the process.
 
 With `--full QUERY FRAGMENT_ID` it goes on as a user would, with the model loading in the
 background as in `workbench tui`, and prints one JSON line of seconds:
@@ -10,6 +10,8 @@ background as in `workbench tui`, and prints one JSON line of seconds:
 - ``open_after_idle_s``: opening FRAGMENT_ID after 10 s without any action, until its body, metadata
   and history are in the screen's widgets (``..._settled_s``: until the app is idle again);
 - ``quit_at``: the wall-clock time quit was pressed (the parent measures until the process ends).
+
+A script of the benchmark, not of the package: it imports ``workbench`` as an installed package.
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ async def _wait(condition, what: str, step: float = 0.01, timeout: float = 120.0
 
 
 async def _paint(workspace: str, principal: str, full: tuple[str, str] | None = None) -> None:
-    from ..service import Workbench
-    from .app import WorkbenchApp, close_quickly
+    from workbench.service import Workbench
+    from workbench.tui.app import WorkbenchApp, close_quickly
 
     t0 = float(os.environ.get("WORKBENCH_PROBE_T0", time.time()))
     wb = Workbench.open(workspace)
@@ -77,6 +79,6 @@ if __name__ == "__main__":
     args = sys.argv[1:]
     full = (args[args.index("--full") + 1], args[args.index("--full") + 2]) if "--full" in args else None
     asyncio.run(_paint(args[0], args[1], full))
-    from .app import end_process
+    from workbench.tui.app import end_process
 
     end_process(0)  # as `workbench tui` ends

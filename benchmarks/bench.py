@@ -10,25 +10,47 @@ It measures our path (bm25s + numpy exact dense) and, in the same run, the
 DuckDB-native path (FTS + exact SQL cosine scan) through the same pipeline, and reports
 p50/p95 per stage, end to end, ingest throughput, re-ingest and rebuild times, and
 peak memory.
+
+It lives in the checkout, not in the package: it reads ``sample_corpus/`` next to this folder,
+runs ``firstpaint.py`` from this folder as a script, and keeps its benchmark-only SQL in
+``bench_sql.py``. `workbench bench` loads this file by path (``importlib.util.spec_from_file_location``)
+and calls ``run``, so it imports ``workbench`` as an installed package and its siblings by path,
+never relatively.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import random
 import re
 import resource
 import shutil
+import sys
 import tempfile
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Callable
 
 import numpy as np
 import yaml
 
 ORGS, REPOS, PERSONAS = 4, 5, 3
-SAMPLE = Path(__file__).resolve().parent.parent / "sample_corpus"
+HERE = Path(__file__).resolve().parent
+SAMPLE = HERE.parent / "sample_corpus"
+FIRSTPAINT = HERE / "firstpaint.py"
+
+
+def _sibling(name: str) -> ModuleType:
+    """Load ``HERE/name.py`` by path (this file is loaded by path too, so it has no package)."""
+    key = f"workbench_benchmarks_{name}"
+    if key not in sys.modules:
+        spec = importlib.util.spec_from_file_location(key, HERE / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[key] = module
+        spec.loader.exec_module(module)
+    return sys.modules[key]
 
 
 def _pct(values: list[float]) -> dict[str, float]:
@@ -50,8 +72,8 @@ def _config() -> dict[str, Any]:
 
 def synthesize(n: int, out: Path, seed: int = 7) -> list[str]:
     """Write ``n`` fragment files under ``out``; returns their ids."""
-    from .ingest.files import parse_fragment, render
-    from .models import Content, Scope
+    from workbench.ingest.files import parse_fragment, render
+    from workbench.models import Content, Scope
 
     rng = random.Random(seed)
     templates = [parse_fragment(p.read_text(encoding="utf-8"), file=str(p))
@@ -83,12 +105,11 @@ def synthesize(n: int, out: Path, seed: int = 7) -> list[str]:
 
 
 def _section_pool(embedder, size: int = 600) -> list[np.ndarray]:
-    from .retrieval.text import sections
+    from workbench.ingest.files import parse_fragment
+    from workbench.retrieval.text import sections
 
     texts = []
     for path in sorted((SAMPLE / "fragments").rglob("*.md")):
-        from .ingest.files import parse_fragment
-
         body = parse_fragment(path.read_text(encoding="utf-8"), file=str(path)).content.body
         texts.extend(s.text for s in sections(body))
     return list(embedder.encode(texts[:size]))
@@ -111,7 +132,7 @@ def seed_vectors(wb, pool: list[np.ndarray], seed: int = 7) -> None:
 
 def run(n: int, *, queries: int = 100, workdir: Path | None = None, progress: Callable[[str], None] | None = None,
         keep: bool = False) -> dict[str, Any]:
-    from .service import Workbench
+    from workbench.service import Workbench
 
     say = progress or (lambda msg: None)
     root = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="workbench-bench-"))
@@ -178,15 +199,14 @@ def run(n: int, *, queries: int = 100, workdir: Path | None = None, progress: Ca
 
 
 def first_paint(workspace: Path, principal: str, runs: int = 3) -> dict[str, Any]:
-    """Seconds from spawning `python -m workbench.tui.firstpaint` to the browse screen painted
+    """Seconds from spawning `python benchmarks/firstpaint.py` to the browse screen painted
     (interpreter start and imports included); the median of ``runs``."""
     import subprocess
-    import sys
 
     times, rows = [], 0
     for _ in range(runs):
         start = time.perf_counter()
-        out = subprocess.run([sys.executable, "-m", "workbench.tui.firstpaint", str(workspace), principal],
+        out = subprocess.run([sys.executable, str(FIRSTPAINT), str(workspace), principal],
                              capture_output=True, text=True, timeout=300)
         if out.returncode != 0 or "painted" not in out.stdout:
             return {"error": (out.stderr or out.stdout).strip().splitlines()[-1:]}
@@ -196,19 +216,18 @@ def first_paint(workspace: Path, principal: str, runs: int = 3) -> dict[str, Any
 
 
 def tui_flow(workspace: Path, principal: str, query: str, fragment_id: str, runs: int = 3) -> dict[str, Any]:
-    """`python -m workbench.tui.firstpaint WS PRINCIPAL --full QUERY ID`, as a user would use the TUI
+    """`python benchmarks/firstpaint.py WS PRINCIPAL --full QUERY ID`, as a user would use the TUI
     (model loading in the background): seconds from spawn to the first search result, to open a
     fragment after 10 s idle, and from pressing quit to the process's end; medians of ``runs``."""
     import json
     import os
     import subprocess
-    import sys
 
     found: dict[str, list[float]] = {"first_search_s": [], "open_after_idle_s": [], "open_after_idle_settled_s": [],
                                      "quit_s": []}
     for _ in range(runs):
         env = {**os.environ, "WORKBENCH_PROBE_T0": repr(time.time())}
-        proc = subprocess.Popen([sys.executable, "-m", "workbench.tui.firstpaint", str(workspace), principal,
+        proc = subprocess.Popen([sys.executable, str(FIRSTPAINT), str(workspace), principal,
                                  "--full", query, fragment_id], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, env=env)
         data = None
@@ -227,8 +246,8 @@ def tui_flow(workspace: Path, principal: str, query: str, fragment_id: str, runs
 
 
 def _measure(wb, texts: list[str], *, lexical: str, dense: str) -> dict[str, Any]:
-    from .retrieval.compose import compose
-    from .retrieval.embedder import count_tokens, count_tokens_many
+    from workbench.retrieval.compose import compose
+    from workbench.retrieval.embedder import count_tokens, count_tokens_many
 
     totals, stages = [], {"embed": [], "lexical": [], "dense": [], "fusion": [], "compose": []}
     index = wb.search_index()
@@ -248,7 +267,9 @@ def _measure(wb, texts: list[str], *, lexical: str, dense: str) -> dict[str, Any
 
 
 def dense_comparison(index, wb, n: int, k: int = 100, trials: int = 30) -> dict[str, Any]:
-    """Exact numpy scan vs DuckDB exact SQL scan vs (for n <= 20000) VSS HNSW, with recall vs exact."""
+    """Exact numpy scan vs DuckDB exact SQL scan vs (for n <= 20000) VSS HNSW, with recall vs exact.
+    The SQL paths run on a connection of their own to the workspace (see bench_sql.py)."""
+    sql = _sibling("bench_sql")
     vectors = index.vectors()
     k = min(k, len(vectors) - 1)
     rng = np.random.default_rng(3)
@@ -264,12 +285,16 @@ def dense_comparison(index, wb, n: int, k: int = 100, trials: int = 30) -> dict[
         exact.append({index.hashes[i] for i in top})
     out["numpy_exact_ms"] = _pct(times)
     times = []
-    for q in qs:
-        t = time.perf_counter()
-        wb.store.dense_scan_all(wb.embedder.name, q, k)
-        times.append((time.perf_counter() - t) * 1000)
-    out["duckdb_exact_ms"] = _pct(times)
-    if n <= 20000:
-        out["hnsw"] = wb.store.hnsw_probe(wb.embedder.name, qs, k, exact)
+    con = sql.open_database(wb.store.path)
+    try:
+        for q in qs:
+            t = time.perf_counter()
+            sql.exact_scan_all(con, wb.embedder.name, q, k)
+            times.append((time.perf_counter() - t) * 1000)
+        out["duckdb_exact_ms"] = _pct(times)
+        if n <= 20000:
+            out["hnsw"] = sql.hnsw_probe(con, wb.embedder.name, qs, k, exact)
+    finally:
+        con.close()
     out["chosen"] = "numpy exact (fastest, exact, scope-filtered before top-k)"
     return out
