@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
+import os
 import re
+import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
+
+import pytest
 
 from conftest import ROOT
 
@@ -15,6 +21,76 @@ def test_import_contracts_hold():
     r = subprocess.run([str(lint)], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "broken" not in r.stdout.lower() or " 0 broken" in r.stdout.lower()
+
+
+# -- the contracts break when they should: a forbidden import added to a scratch copy ------------
+
+LINT = Path(sys.executable).parent / "lint-imports"
+CONTRACT_IDS = {c["name"]: c["id"] for c in
+                tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]}
+
+
+def _scratch(tmp_path: Path) -> Path:
+    """The package and the import-linter config, copied, so an added import changes only the copy."""
+    root = tmp_path / "scratch"
+    shutil.copytree(ROOT / "workbench", root / "workbench", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(ROOT / "pyproject.toml", root / "pyproject.toml")
+    return root
+
+
+def _contracts(root: Path) -> dict[str, str]:
+    """lint-imports run on the copy in ``root``: {contract id: "KEPT" or "BROKEN"}."""
+    env = {**os.environ, "PYTHONPATH": str(root), "COLUMNS": "1000"}  # one line per contract
+    r = subprocess.run([str(LINT), "--no-cache"], cwd=root, env=env, capture_output=True, text=True)
+    status = {CONTRACT_IDS[m[1]]: m[2] for m in re.finditer(r"^(.+?) (KEPT|BROKEN)\b", r.stdout, flags=re.M)
+              if m[1] in CONTRACT_IDS}
+    assert set(status) == set(CONTRACT_IDS.values()), r.stdout + r.stderr
+    assert r.returncode == (1 if "BROKEN" in status.values() else 0), r.stdout + r.stderr
+    return status
+
+
+def test_an_untouched_copy_keeps_every_contract(tmp_path):
+    assert set(_contracts(_scratch(tmp_path)).values()) == {"KEPT"}
+
+
+@pytest.mark.parametrize("module, line, broken", [
+    ("service/exports.py", "import duckdb", {"duckdb-only-in-store"}),
+    ("mcp/server.py", "import duckdb", {"duckdb-only-in-store"}),
+    ("store/store.py", "from workbench.cli import main", {"layers"}),
+    ("service/search.py", "import workbench.tui", {"layers"}),
+    ("tui/app.py", "from workbench.mcp import server", {"layers"}),  # the two faces stay apart
+    ("retrieval/index.py", "from workbench.ingest import files", {"layers"}),
+    ("rank/fusion.py", "from workbench.store import Store", {"layers", "rank-is-pure"}),  # duckdb, indirectly
+    ("models.py", "from workbench import config", {"layers"}),
+    ("newthing.py", "from workbench import models", {"layers"}),  # exhaustive: a new module must be placed
+    ("cli/commands.py", "from workbench.store.store import utcnow", {"faces-call-the-service"}),
+    ("service/facade.py", "import textual", {"textual-only-in-tui"}),
+    ("service/facade.py", "import mcp", {"mcp-only-in-mcp"}),
+    ("rank/fusion.py", "import torch", {"rank-is-pure"}),
+    ("policy.py", "import git", {"policy-is-pure"}),
+])
+def test_a_forbidden_import_breaks_its_contract(tmp_path, module, line, broken):
+    root = _scratch(tmp_path)
+    path = root / "workbench" / module
+    path.write_text((path.read_text() if path.exists() else '"""Added by the test."""\n') + f"\n{line}\n")
+    status = _contracts(root)
+    assert {cid for cid, s in status.items() if s == "BROKEN"} == broken
+
+
+def _subpackage_cycles(graph) -> list[tuple[str, str]]:
+    children = sorted(graph.find_children("workbench"))
+    return [(a, b) for a, b in itertools.combinations(children, 2)
+            if graph.chain_exists(a, b, as_packages=True) and graph.chain_exists(b, a, as_packages=True)]
+
+
+def test_no_import_cycles_between_subpackages():
+    """Implied by the layers contract today; stated on its own so loosening a layer cannot allow one."""
+    import grimp
+
+    graph = grimp.build_graph("workbench", cache_dir=None)
+    assert _subpackage_cycles(graph) == []
+    graph.add_import(importer="workbench.store.store", imported="workbench.service.facade")
+    assert ("workbench.service", "workbench.store") in _subpackage_cycles(graph)  # the check can see one
 
 
 def test_no_runtime_downloads_in_the_package():

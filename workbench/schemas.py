@@ -1,8 +1,10 @@
 """JSON Schema validation for fragment front matter, workbench.yaml and bundles (manifest, records).
 
-The schemas live in the repository's ``schemas/`` folder (the published contract);
-this module finds them, validates, and turns jsonschema's errors into one
-``ValidationError`` naming the file, the field and the problem.
+The schemas live in the repository's top-level ``schemas/`` folder (the published
+contract, one copy); pyproject.toml maps that folder into the package as
+``workbench.schema_files``, so a wheel ships them and importlib.resources finds them
+in a wheel or an editable install alike. This module finds them, validates, and turns
+jsonschema's errors into one ``ValidationError`` naming the file, the field and the problem.
 """
 
 from __future__ import annotations
@@ -10,20 +12,27 @@ from __future__ import annotations
 import json
 from datetime import date, datetime
 from functools import lru_cache
+from importlib.resources import files as package_files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
 from .errors import ValidationError
 
-_CANDIDATES = (
-    Path(__file__).resolve().parent / "_schemas",      # installed wheel (copied at build time)
-    Path(__file__).resolve().parent.parent / "schemas",  # source checkout / editable install
-)
+_PACKAGE = "workbench.schema_files"  # the top-level schemas/ folder, as pyproject.toml's package-dir maps it
+_CHECKOUT = Path(__file__).resolve().parent.parent / "schemas"  # a source checkout run without installing
 
 
-def schema_dir() -> Path:
-    for candidate in _CANDIDATES:
-        if (candidate / "fragment.schema.json").is_file():
+def schema_dir() -> Traversable:
+    """The folder of ``*.schema.json`` files: the installed package data (wheel or editable
+    install), else the checkout's ``schemas/`` (code run from a checkout without an install,
+    or an editable install made before the mapping existed)."""
+    try:
+        packaged = package_files(_PACKAGE)
+    except ModuleNotFoundError:
+        packaged = None
+    for candidate in (packaged, _CHECKOUT):
+        if candidate is not None and (candidate / "fragment.schema.json").is_file():
             return candidate
     raise FileNotFoundError("workbench schemas not found; reinstall the package")
 
@@ -35,7 +44,7 @@ def _registry():
     from referencing import Registry, Resource
 
     resources = []
-    for path in sorted(schema_dir().glob("*.schema.json")):
+    for path in sorted((p for p in schema_dir().iterdir() if p.name.endswith(".schema.json")), key=str):
         contents = json.loads(path.read_text(encoding="utf-8"))
         resources.append((contents.get("$id", path.name), Resource.from_contents(contents)))
     return Registry().with_resources(resources)
