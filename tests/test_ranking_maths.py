@@ -93,24 +93,6 @@ def test_tokenize_stems_drops_stopwords_and_keeps_identifiers_whole():
     assert "ledger.posting.batch_size" in tokens and "batch" in tokens
 
 
-def test_vectorised_bm25_scores_equal_bm25s():
-    import bm25s
-
-    from workbench.rank.bm25 import BM25Matrix
-
-    docs = [["kafka", "lag", "lag", "consumer"], ["pgbouncer", "pool"], ["kafka", "pool", "pool", "pool", "x"],
-            ["ledger"], ["lag"]]
-    vocab = {t: i for i, t in enumerate(sorted({t for d in docs for t in d}))}
-    ours = BM25Matrix([np.array([vocab[t] for t in d]) for d in docs], len(vocab))
-    ref = bm25s.BM25()
-    ref.index(docs, show_progress=False)
-    for query in (["kafka"], ["lag", "pool"], ["kafka", "kafka"], ["ledger", "consumer", "x"]):
-        expected = ref.get_scores(query)
-        got = ours.scores([vocab[t] for t in query])
-        assert got == pytest.approx(expected, rel=1e-5, abs=1e-6)
-    assert ours.document_frequency(vocab["pool"]) == 2 and ours.document_frequency(99) == 0
-
-
 # -- supersession (pure) ------------------------------------------------------------------------
 
 def test_superseders_count_only_visible_ones_and_name_the_newest():
