@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from .errors import UserError
@@ -18,6 +18,12 @@ from .errors import UserError
 KINDS = ("decision", "runbook", "code", "policy", "note", "session-summary", "anti-pattern")
 STATUSES = ("active", "archived")
 SCOPE_LEVELS = ("org", "repo", "persona", "session")
+
+
+def utcnow() -> datetime:
+    """Now, in UTC, as the naive datetime every stored timestamp is."""
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
 ANTIPATTERN_LABELS = (("dont", "Don't"), ("why", "Why"), ("instead", "Instead"))
 
 

@@ -133,10 +133,8 @@ def build_server(wb, principal: str):
     def fitted_context(query: str, budget: int, extra: dict[str, Any]):
         """The context and its text. The core counts every part of the text (items with their
         citations, separators, headings) against the budget; the trim is only a guard."""
-        from ..retrieval.embedder import count_tokens
-
         composed = tool_call(wb.context, query, principal=who, budget=budget, **extra)
-        return shapes.trimmed(composed, budget, count_tokens)
+        return shapes.trimmed(composed, budget, wb.index.count_tokens)
 
     # -- resources: the fragments, one page at a time --------------------------------------------
 

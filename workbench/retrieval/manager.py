@@ -119,6 +119,25 @@ class IndexManager:
         cache.update(fresh)
         return {f.id: cache[f.content_hash] for f in fragments}
 
+    # -- the model --------------------------------------------------------------------------
+
+    def load_model(self) -> None:
+        """Load the embedding model now (a face warming up in the background)."""
+        from .embedder import load_model
+
+        load_model()
+
+    def model_loaded(self) -> bool:
+        from .embedder import model_loaded
+
+        return model_loaded()
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens in ``text`` as the bundled model counts them."""
+        from .embedder import count_tokens
+
+        return count_tokens(text)
+
     # -- pins and rerankers ----------------------------------------------------------------
 
     def pins(self, now: datetime | None) -> list[dict[str, Any]]:

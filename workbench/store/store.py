@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import tempfile
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import ReadOnly, StoreError
-from ..models import Content, Fragment, Scope, Version
+from ..models import Content, Fragment, Scope, Version, utcnow
 from . import migrations
 from .connect import open_database, read_only_message
 from .curation import CurationQueries
@@ -22,10 +22,6 @@ from .rows import Stamp, Stored, Summary, VersionWrite
 
 _FRAGMENT_COLS = ("id, version, kind, title, body, org, repo, persona, session, owner, status, tags, links, "
                   "supersedes, sources, details, content_hash, created_at, updated_at, verified_at")
-
-
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
 class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, OverrideQueries):

@@ -88,7 +88,7 @@ class WorkbenchApp(App):
         self.sub_title = f"{self.wb.config.name} · as {self.principal.name}{model}"
 
     def clock(self) -> datetime:
-        from ..store.store import utcnow
+        from ..models import utcnow
 
         return self.now or utcnow()
 
@@ -231,10 +231,8 @@ class WorkbenchApp(App):
             self.notify(getattr(e, "message", str(e)), title="Model", severity="error")
 
         def run() -> None:
-            from ..retrieval.embedder import load_model
-
             try:
-                load_model()
+                self.wb.index.load_model()
                 outcome: tuple = (loaded, None)
             except Exception as e:  # noqa: BLE001 - shown, never a traceback
                 outcome = (failed, e)

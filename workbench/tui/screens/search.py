@@ -108,10 +108,8 @@ class SearchScreen(RowActions, WbScreen):
         self.query_text = query
         preview = self._lexical_only()
 
-        from ...retrieval.embedder import model_loaded
-
         self._status("searching (lexical while the model loads)…" if preview else
-                     "searching…" if model_loaded() else "searching (loading the model the first time)…")
+                     "searching…" if self.wb.index.model_loaded() else "searching (loading the model the first time)…")
         self.app.submit(partial(lexical_preview, self.wb) if preview else self.wb.search, query, principal=self.me,
                         k=20, trace=False, now=self.app.now, done=lambda result: self.show(result, preview=preview),
                         failed=self._failed, key="search", label="searching…")
