@@ -298,7 +298,7 @@ def test_a_bad_base_url_is_refused_with_one_line_and_nothing_written(sample_work
     assert not out.exists()
     r = cli("export", "agents-md", "--scope", SCOPE, "--out", str(out), "--base-url", "https://x.example/",
             workspace=sample_workspace)
-    assert r.returncode == 2 and "--base-url applies to llms-txt only" in r.stderr and not out.exists()
+    assert r.returncode == 2 and "a base URL applies to llms-txt only" in r.stderr and not out.exists()
 
 
 # -- Cursor rules: front matter from a YAML emitter ---------------------------------------------------------

@@ -164,7 +164,7 @@ def test_the_floor_comes_from_the_call_then_the_workspace_then_the_model(sample_
         assert ctx.fragments and ctx.min_confidence == 0.0
         assert wb.context(NEGATIVE, principal="sofia.okafor", min_confidence=0.5).abstained
         for bad in (-0.1, 1.5, "high", True):
-            with pytest.raises(UserError, match="--min-confidence must be a number from 0 to 1"):
+            with pytest.raises(UserError, match="the minimum confidence must be a number from 0 to 1"):
                 wb.context(NEGATIVE, principal="sofia.okafor", min_confidence=bad)
     r = cli("context", NEGATIVE, "--as", "sofia.okafor", "--min-confidence", "0.9", "--json",
             workspace=sample_workspace)
@@ -175,7 +175,7 @@ def test_the_floor_comes_from_the_call_then_the_workspace_then_the_model(sample_
     assert r.stdout.startswith("no relevant knowledge in scope")
     for value in ("2", "-1"):
         r = cli("context", "x", "--min-confidence", value, workspace=sample_workspace)
-        assert r.returncode == 2 and "--min-confidence must be a number from 0 to 1" in r.stderr
+        assert r.returncode == 2 and "minimum confidence must be a number from 0 to 1" in r.stderr and "--min-confidence" in r.stderr
         assert "Traceback" not in r.stderr
     r = cli("search", "x", "--min-confidence", "lots", workspace=sample_workspace)
     assert r.returncode == 2 and "Traceback" not in r.stderr

@@ -199,7 +199,7 @@ def test_verify_by_owner_resets_the_clock_and_others_are_refused(sample_workspac
 def test_snooze(sample_workspace, cli):
     for days in ("0", "-3"):
         assert_exit_2(cli("snooze", "nw-pol-pci-scope", "--days", days, "--as", "omar.haddad",
-                          workspace=sample_workspace), "--days must be between 1 and 36500 days")
+                          workspace=sample_workspace), "the number of days must be between 1 and 36500 days")
     assert_exit_2(cli("snooze", "nw-pol-pci-scope", "--days", "5", "--as", "dan.kowalski",
                       workspace=sample_workspace), "only the owner")
     assert cli("snooze", "nw-pol-pci-scope", "--days", "30", "--as", "omar.haddad",

@@ -345,10 +345,10 @@ def test_dense_weight_is_applied_and_traced(sample_wb):
     ({"owner": "mallory"}, "unknown owner 'mallory'"),
     ({"updated_since": "last tuesday"}, "--updated-since must be a date written YYYY-MM-DD"),
     ({"updated_since": "2026-02-30"}, "--updated-since must be a date"),
-    ({"dense_weight": 1.5}, "--dense-weight must be a number from 0 to 1"),
-    ({"dense_weight": "high"}, "--dense-weight must be a number from 0 to 1"),
-    ({"dense_weight": 0.5, "fusion": "rrf"}, "--dense-weight applies to the hybrid pipeline with weighted fusion"),
-    ({"dense_weight": 0.5, "pipeline": "bm25"}, "--dense-weight applies to the hybrid pipeline"),
+    ({"dense_weight": 1.5}, "the dense weight must be a number from 0 to 1"),
+    ({"dense_weight": "high"}, "the dense weight must be a number from 0 to 1"),
+    ({"dense_weight": 0.5, "fusion": "rrf"}, "the dense weight applies to the hybrid pipeline with weighted fusion"),
+    ({"dense_weight": 0.5, "pipeline": "bm25"}, "the dense weight applies to the hybrid pipeline"),
 ])
 def test_bad_filters_are_user_errors(sample_wb, kwargs, message):
     with pytest.raises(UserError, match=re.escape(message)):

@@ -76,10 +76,5 @@ class StoreError(WorkbenchError):
 
 
 class ModelError(WorkbenchError):
-    """The embedding model or a reranker could not be loaded (a broken install or a folder that holds
-    no model): exit 1 when it is the install's, ``UserError``'s 2 when a user named the folder."""
-
-    def __init__(self, message: str, *, user: bool = False, param: str | None = None):
-        super().__init__(message, param=param)
-        if user:
-            self.exit_code = 2
+    """The bundled embedding model could not be loaded: a broken install, not the user's input
+    (exit 1). A reranker folder the user named that holds no model is a ``UserError``."""

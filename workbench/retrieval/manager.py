@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import ModelError, UserError
+from ..errors import UserError
 from ..models import Fragment
 from ..rank.authority import pagerank
 from .embedder import Embedder
@@ -163,5 +163,5 @@ class IndexManager:
 
                     self._rerankers[path] = CrossEncoder(path, device="cpu", local_files_only=True)
                 except Exception as e:  # noqa: BLE001 - any loading failure is the user's folder
-                    raise ModelError(f"cannot load the reranker at {path}: {e}", user=True) from e
+                    raise UserError(f"cannot load the reranker at {path}: {e}") from e
             return self._rerankers[path]

@@ -151,7 +151,7 @@ class WorkbenchApp(App):
             elif failed is not None:
                 failed(value)
             else:
-                self.notify(plain(value.message), title="Not done", severity="error", timeout=8)
+                self.notify(plain(value), title="Not done", severity="error", timeout=8)
 
         def run() -> None:
             try:
@@ -177,7 +177,7 @@ class WorkbenchApp(App):
         try:
             return self.call(fn, *args, **kwargs)
         except WorkbenchError as e:
-            self.notify(plain(e.message), title="Not done", severity="error", timeout=8)
+            self.notify(plain(e), title="Not done", severity="error", timeout=8)
             return None
 
     # -- layout ------------------------------------------------------------------------
@@ -286,7 +286,7 @@ class WorkbenchApp(App):
             self.refresh_screen()
 
         def failed(e: WorkbenchError) -> None:
-            self.end_job(plain(e.message), "error")
+            self.end_job(plain(e), "error")
 
         self.submit(fn, self.job_progress, done=done, failed=failed, write=write)
 

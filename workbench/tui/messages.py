@@ -31,6 +31,14 @@ RULES: list[tuple[re.Pattern[str], str]] = [(re.compile(p, re.DOTALL), r) for p,
       r"`workbench snooze ID --days N --as OWNER`,\s*or an edit\."),
      "Answer each in the nudge inbox: verify (still true), snooze, or edit."),
     (r"--days must", "snooze days must"),
+    (r"^the number of days must", "snooze days must"),
+    (r"^the cooldown must", "the nudge cooldown must"),
+    (r"^the base must be a version number", "the version an edit starts from must be a version number"),
+    (r"^bad expiry date", "bad until date"),
+    (r"^the expiry date (\S+) is in the past", r"the until date \1 is in the past"),
+    (r": choose another id$", " (change the title to get another id)"),
+    (r"^the budget must", "the token budget must"),
+    (r"^the query must be non-empty", "the set's query must be non-empty"),
     (r"--cooldown must", "the nudge cooldown must"),
     # pins
     (r"bad --until", "bad until date"),
@@ -53,8 +61,17 @@ _COMMAND = re.compile(r"`workbench ([a-z][a-z-]*)[^`]*`")
 _FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9-]*)")
 
 
-def plain(message: str) -> str:
-    """``message`` with every command-line flag or command replaced by TUI wording."""
+# The core names the parameter an error is about (``WorkbenchError.param``); the TUI's hint for it.
+HINTS = {"reason": ": type it in the reason field"}
+
+
+def plain(message) -> str:
+    """An error (or its message) in TUI wording: the TUI's hint for the parameter it is about, and
+    every command-line flag or command a message still names replaced."""
+    param = getattr(message, "param", None)
+    message = getattr(message, "message", message)
+    if param in HINTS and not message.endswith(HINTS[param]):
+        message += HINTS[param]
     for pattern, replacement in RULES:
         message = pattern.sub(replacement, message)
     message = _COMMAND.sub(lambda m: f"the {m.group(1)} command", message)

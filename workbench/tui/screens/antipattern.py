@@ -98,7 +98,7 @@ class AntiPatternScreen(WbScreen):
 
         def failed(e: WorkbenchError) -> None:
             self.creating = False
-            errors.update(plain(e.message))
+            errors.update(plain(e))
             errors.scroll_visible()
         self.app.submit(self.wb.add_antipattern, title=values["title"], dont=values["dont"], why=values["why"],
                         instead=values["instead"], scope=values["scope"], actor=self.me,

@@ -106,8 +106,8 @@ class BrowseScreen(RowActions, WbScreen):
     def _load_failed(self, error) -> None:
         from ..messages import plain
 
-        self.query_one("#browse-count", Static).update(f"could not read the fragments: {plain(error.message)}")
-        self.notify(plain(error.message), title="Not loaded", severity="error", timeout=8)
+        self.query_one("#browse-count", Static).update(f"could not read the fragments: {plain(error)}")
+        self.notify(plain(error), title="Not loaded", severity="error", timeout=8)
 
     def _loaded(self, items: list) -> None:
         self.items = items

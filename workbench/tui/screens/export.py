@@ -145,7 +145,7 @@ class ExportScreen(WbScreen):
         return self.query_one("#export-format", Select).value
 
     def _failed(self, e: WorkbenchError) -> None:
-        message = plain(e.message)
+        message = plain(e)
         self.query_one("#export-summary", Static).update(f"Not done: {message}")
         self.notify(message, title="Not done", severity="error", timeout=8)
 

@@ -103,7 +103,7 @@ class InboxScreen(WbScreen):
         return item.fragment.id if item else None
 
     def _failed(self, e: WorkbenchError) -> None:
-        self.notify(plain(e.message), title="Not done", severity="error", timeout=8)
+        self.notify(plain(e), title="Not done", severity="error", timeout=8)
 
     def action_verify(self) -> None:
         fid = self._current()

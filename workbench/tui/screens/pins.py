@@ -219,7 +219,7 @@ class PinsScreen(WbScreen):
                         now=self.app.clock(), done=pinned, failed=self._failed, label="pinning…", write=True)
 
     def _failed(self, e: WorkbenchError) -> None:
-        self.query_one("#errors", Static).update(plain(e.message))
+        self.query_one("#errors", Static).update(plain(e))
 
     def action_unpin(self) -> None:
         pin = self._highlighted()

@@ -72,7 +72,7 @@ class RowActions:
             self.after_row_write()
 
         def failed(e) -> None:
-            self.notify(plain(e.message), title="Not done", severity="error", timeout=8)
+            self.notify(plain(e), title="Not done", severity="error", timeout=8)
         self.app.submit(fn, *args, done=done, failed=failed, write=True, label="saving…", **kwargs)
 
     def _not_a_lead(self, verb: str) -> None:

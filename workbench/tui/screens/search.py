@@ -120,7 +120,7 @@ class SearchScreen(RowActions, WbScreen):
             self.run_search(self.query_text)
 
     def _failed(self, error) -> None:
-        self._status(plain(error.message))
+        self._status(plain(error))
 
     def _status(self, text: str) -> None:
         self.query_one("#search-status", Static).update(text)
