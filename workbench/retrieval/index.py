@@ -50,7 +50,8 @@ def text_hash(text: str) -> str:
 class SearchIndex:
     def __init__(self, fragments: list[Fragment], generation: int, derived,
                  authority: dict[str, tuple[float, int, int]], progress: Callable | None = None, *,
-                 links: list[tuple[str, str]] = (), source_links: list[tuple[str, str]] = ()):
+                 links: list[tuple[str, str]] = (), source_links: list[tuple[str, str]] = (),
+                 previous: "SearchIndex | None" = None):
         self.generation = generation
         self.derived = derived            # the IndexManager: the only writer of derived data
         self.store = derived.store
@@ -58,8 +59,11 @@ class SearchIndex:
         self.fragments = fragments
         self.ids = [f.id for f in fragments]
         self.pos = {fid: i for i, fid in enumerate(self.ids)}
-        self.texts = [index_text(f) for f in fragments]
-        self.hashes = [text_hash(t) for t in self.texts]
+        # a fragment object reused from the previous generation (unchanged) keeps its text and hash
+        known = ({id(f): i for i, f in enumerate(previous.fragments)} if previous is not None else {})
+        reuse = [known.get(id(f)) for f in fragments]
+        self.texts = [index_text(f) if i is None else previous.texts[i] for f, i in zip(fragments, reuse)]
+        self.hashes = [text_hash(t) if i is None else previous.hashes[i] for t, i in zip(self.texts, reuse)]
         self.kinds = np.array([f.kind for f in fragments], dtype=object)
         epoch = datetime(1970, 1, 1)
         self.fresh_s = np.array([(max(f.updated_at, f.verified_at or f.updated_at) - epoch).total_seconds()
@@ -264,7 +268,7 @@ def build_index(store, derived, previous: SearchIndex | None = None, progress: C
     same_graph = previous.generation if previous is not None and previous.graph_sig == graph_sig else None
     authority = derived.authority(fragments, edges, source_edges, supersedes, generation, same_graph)
     index = SearchIndex(fragments, generation, derived, authority, progress, links=edges,
-                        source_links=source_edges)
+                        source_links=source_edges, previous=previous)
     index.graph_sig = graph_sig
     index.adopt_authority(previous)
     index.adopt_vectors(previous)
