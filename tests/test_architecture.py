@@ -146,3 +146,22 @@ def test_every_write_in_the_service_goes_through_the_policy():
     assert writers, "no service module writes?"
     for p in writers:
         assert re.search(r"\bpolicy\.|\b_write\(|authorizer\(", p.read_text()), f"{p.name} writes without the policy"
+
+
+def test_only_the_index_manager_writes_derived_data():
+    """Vectors, PageRank, the FTS index and SimHashes are written in one place (retrieval/manager.py):
+    no read path elsewhere quietly writes derived data."""
+    writes = re.compile(r"\.(put_embeddings|put_authority|touch_authority|build_fts|put_simhashes)\(")
+    offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "workbench").rglob("*.py")
+                 if "store" not in p.relative_to(ROOT / "workbench").parts[:1]
+                 and p.name != "manager.py" and writes.search(p.read_text())]
+    assert offenders == []
+    assert writes.search((ROOT / "workbench" / "retrieval" / "manager.py").read_text())
+
+
+def test_no_module_level_mutable_caches_in_retrieval():
+    """The search index's state lives in the IndexManager, not in module globals (a dict or list
+    assigned at module level and filled later)."""
+    pattern = re.compile(r"^_[A-Z_]+(: [^=]+)? = (\{\}|\[\]|dict\(\)|OrderedDict\(\))", re.M)
+    offenders = {p.name: pattern.findall(p.read_text()) for p in (ROOT / "workbench" / "retrieval").glob("*.py")}
+    assert {name: found for name, found in offenders.items() if found} == {}

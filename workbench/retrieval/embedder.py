@@ -106,25 +106,43 @@ def tokenizer():
     return tok
 
 
+class TokenCounter:
+    """Token counts as the bundled model counts them (without [CLS]/[SEP]), memoised: one per
+    IndexManager, so the memo lives with the workspace that uses it."""
+
+    MAX = 100_000
+
+    def __init__(self) -> None:
+        self._counts: dict[str, int] = {}
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        n = self._counts.get(text)
+        if n is None:
+            if len(self._counts) > self.MAX:
+                self._counts.clear()
+            n = self._counts[text] = count_tokens(text)
+        return n
+
+    def count_many(self, texts: list[str]) -> list[int]:
+        """Counts of many texts, the unknown ones in one batch (the tokenizer runs it in parallel)."""
+        todo = [t for t in dict.fromkeys(texts) if t and t not in self._counts]
+        if todo:
+            if len(self._counts) > self.MAX:
+                self._counts.clear()
+            self._counts.update(zip(todo, count_tokens_many(todo)))
+        return [self.count(t) for t in texts]
+
+
 def count_tokens_many(texts: list[str]) -> list[int]:
-    """Token counts of many texts in one batch (the tokenizer runs them in parallel)."""
-    todo = [t for t in dict.fromkeys(texts) if t and t not in _COUNTS]
-    if todo:
-        for text, enc in zip(todo, tokenizer().encode_batch(todo, add_special_tokens=False)):
-            _COUNTS[text] = len(enc.ids)
-    return [count_tokens(t) for t in texts]
-
-
-_COUNTS: dict[str, int] = {}
+    """Token counts of many texts in one batch (no memo: see ``TokenCounter``)."""
+    encoded = tokenizer().encode_batch(list(texts), add_special_tokens=False) if texts else []
+    return [len(enc.ids) if text else 0 for text, enc in zip(texts, encoded)]
 
 
 def count_tokens(text: str) -> int:
-    """Tokens in ``text`` as the bundled model counts them (without [CLS]/[SEP])."""
+    """Tokens in ``text`` as the bundled model counts them (without [CLS]/[SEP]; no memo)."""
     if not text:
         return 0
-    n = _COUNTS.get(text)
-    if n is None:
-        if len(_COUNTS) > 100_000:
-            _COUNTS.clear()
-        n = _COUNTS[text] = len(tokenizer().encode(text, add_special_tokens=False).ids)
-    return n
+    return len(tokenizer().encode(text, add_special_tokens=False).ids)

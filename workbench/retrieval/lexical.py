@@ -152,11 +152,11 @@ class DuckdbFts:
 
     name = "duckdb-fts"
 
-    def __init__(self, texts: list[str], ids: list[str], store, generation: int, build=None):
+    def __init__(self, texts: list[str], ids: list[str], store, generation: int, build):
         self.ids = ids
         self.pos = {fid: i for i, fid in enumerate(ids)}
         self.store = store
-        (build or store.build_fts)(ids, texts, generation)
+        build(ids, texts, generation)   # the IndexManager's: it builds the persisted index when stale
         docids = store.fts_doc_ids()
         self.docid = np.array([docids.get(fid, -1) for fid in ids], dtype=np.int64)  # -1: not indexed
 

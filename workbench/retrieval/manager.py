@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import UserError
 from ..models import Fragment
 from ..rank.authority import pagerank
-from .embedder import Embedder
+from .embedder import Embedder, TokenCounter
 from .index import SearchIndex, build_index, index_text
 from .lexical import Vocabulary, canonical_backend
 
@@ -34,6 +34,7 @@ class IndexManager:
         self.store = store
         self.embedder = embedder or Embedder()
         self.vocabulary = Vocabulary()
+        self.tokens = TokenCounter()
         self._index: SearchIndex | None = None
         self._lock = threading.RLock()
         self._pins: tuple[tuple[int, int], list[dict[str, Any]]] | None = None
@@ -134,9 +135,7 @@ class IndexManager:
 
     def count_tokens(self, text: str) -> int:
         """Tokens in ``text`` as the bundled model counts them."""
-        from .embedder import count_tokens
-
-        return count_tokens(text)
+        return self.tokens.count(text)
 
     # -- pins and rerankers ----------------------------------------------------------------
 

@@ -270,7 +270,6 @@ class Exports(Feature):
         fragments stored with a secret-guard override only with ``allow_secret``; never a fragment
         superseded by one the principal sees (``superseded`` counts them)."""
         from ..export.agents import Selection, item
-        from ..retrieval.embedder import count_tokens_many
         from ..retrieval.index import applies
 
         who = self.principal(principal)
@@ -309,7 +308,7 @@ class Exports(Feature):
         taken = {f.id for f in pins} | {f.id for f in avoid}
         rest = sorted((f for f in pool if f.id not in taken),
                       key=lambda f: (-authority.get(f.id, 0.0), -(f.verified_at or f.updated_at).timestamp(), f.id))
-        counts = count_tokens_many([item(f) for f in (*pins, *avoid, *rest)])
+        counts = self.ws.index.tokens.count_many([item(f) for f in (*pins, *avoid, *rest)])
         used = sum(counts[:len(pins) + len(avoid)])
         knowledge, optional = [], []
         for f, n in zip(rest, counts[len(pins) + len(avoid):]):

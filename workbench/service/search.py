@@ -25,7 +25,7 @@ from ..retrieval.results import ContextResult, SearchResult
 from ..retrieval import index as search_index
 from ..retrieval.compose import NO_KNOWLEDGE, compose
 from ..retrieval.filters import make_filters
-from ..retrieval.embedder import MODEL_NAME, count_tokens, count_tokens_many
+from ..retrieval.embedder import MODEL_NAME
 from ..retrieval.pipeline import Hit, Ranking, Settings, hits_from, rank, rerank
 from ..store.store import utcnow
 from .fragments import Fragments
@@ -175,8 +175,8 @@ class Retrieval(Feature):
         now = now or utcnow()
         got = self.retrieve(query, who, settings, within=within, now=now, allow_secret=allow_secret,
                             for_context=True, min_confidence=floor)
-        composed = compose(got.pins, got.hits, got.avoid, budget=budget, query=query, count=count_tokens,
-                           count_many=count_tokens_many)
+        composed = compose(got.pins, got.hits, got.avoid, budget=budget, query=query,
+                           count=self.ws.index.tokens.count, count_many=self.ws.index.tokens.count_many)
         served = ([_served(i.hit, "fragments", i.text, i.tokens) for i in composed.fragments]
                   + [_served(i.hit, "avoid", i.text, i.tokens) for i in composed.avoid])
         trace_id = self._trace("context", query, who, within, settings, served, now,
