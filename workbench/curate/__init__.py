@@ -1,1 +1,1 @@
-"""Curation: pins now; anti-patterns, staleness, nudges, merges later. No SQL here."""
+"""Curation rules as values: pins, new anti-pattern ids, staleness ranking and code drift. No SQL here."""

@@ -1,1 +1,2 @@
-"""Exports: fragment files now; bundles, agent context files and the MCP server later."""
+"""Exports as files: fragment files, bundles, agent context files (AGENTS.md, CLAUDE.md, Cursor rules,
+llms.txt), written all-or-nothing under a manifest. No SQL here."""

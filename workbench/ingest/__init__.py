@@ -1,2 +1,2 @@
-"""Loaders that turn files into fragment content: fragment files (markdown with YAML
-front matter) now; git repositories and code chunking later. No SQL here."""
+"""Loaders that turn files into fragment content: fragment files (markdown with YAML front matter),
+git repositories (markdown and code chunks), bundles; plus the secret guard. No SQL here."""
