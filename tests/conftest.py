@@ -1,4 +1,5 @@
-"""Shared fixtures: real DuckDB workspaces in tmp_path, the real CLI as a subprocess."""
+"""Shared fixtures: real DuckDB workspaces in tmp_path, the real CLI (in-process by default, or the
+installed entry point as a subprocess)."""
 
 from __future__ import annotations
 
@@ -73,7 +74,43 @@ def sample_workspace(sample_workspace_template: Path, tmp_path: Path) -> Path:
 
 
 def run_cli(*args: str, workspace: Path | None = None, env: dict | None = None, input: str | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess:
+            timeout: float = 120, real: bool = False) -> subprocess.CompletedProcess:
+    """``workbench ARGS`` in this process (click's CliRunner isolation: stdin fed from ``input``,
+    stdout and stderr captured apart, ``env`` applied for the call only), returned like a finished
+    subprocess. ``real=True`` (and the ``tui`` command, which ends its process) runs the installed
+    entry point instead: see run_cli_process. ``timeout`` is checked after the call (a call cannot be
+    interrupted in-process)."""
+    if real or args[:1] == ("tui",):
+        return run_cli_process(*args, workspace=workspace, env=env, input=input, timeout=timeout)
+    import tempfile
+    import time
+
+    from click.testing import CliRunner
+    from workbench.cli.main import main
+
+    argv = (["--workspace", str(workspace)] if workspace is not None else []) + list(args)
+    start, saved_tempdir = time.monotonic(), tempfile.tempdir
+    with CliRunner().isolation(input=input, env=env) as (out, err, _):
+        if env and {"TMPDIR", "TEMP", "TMP"} & set(env):
+            tempfile.tempdir = None  # tempfile caches its folder: let this call's TMPDIR count, as in a process
+        try:
+            code = main(argv)
+        except SystemExit as e:  # shell completion exits
+            code = e.code if isinstance(e.code, int) else int(e.code is not None)
+        finally:
+            tempfile.tempdir = saved_tempdir
+            sys.stdout.flush()
+            sys.stderr.flush()
+        stdout, stderr = (stream.getvalue().decode("utf-8", "replace") for stream in (out, err))
+    if time.monotonic() - start > timeout:
+        raise subprocess.TimeoutExpired(["workbench", *argv], timeout, stdout, stderr)
+    return subprocess.CompletedProcess(["workbench", *argv], code, stdout, stderr)
+
+
+def run_cli_process(*args: str, workspace: Path | None = None, env: dict | None = None, input: str | None = None,
+                    timeout: float = 120) -> subprocess.CompletedProcess:
+    """The installed entry point (.venv/bin/workbench) as a real subprocess: for concurrency, locks,
+    signals, the TUI, MCP over stdio and the entry point itself."""
     full_env = {**os.environ, **(env or {})}
     cmd = [str(WORKBENCH_BIN)]
     if workspace is not None:
@@ -85,6 +122,11 @@ def run_cli(*args: str, workspace: Path | None = None, env: dict | None = None, 
 @pytest.fixture
 def cli():
     return run_cli
+
+
+@pytest.fixture
+def cli_process():
+    return run_cli_process
 
 
 @pytest.fixture(scope="session")

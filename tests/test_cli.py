@@ -1,4 +1,5 @@
-"""The CLI as users run it: a real subprocess, exit codes, one-line errors, JSON contracts."""
+"""The CLI as users run it: exit codes, one-line errors, JSON contracts (in-process through click's
+CliRunner, and the installed entry point as a real subprocess)."""
 
 from __future__ import annotations
 
@@ -40,17 +41,24 @@ def test_help_answers_without_importing_torch_or_duckdb():
     assert r.stdout.strip().splitlines()[-1] == "[]", r.stdout
 
 
-def test_every_command_has_help(cli):
-    from workbench.cli.main import build_parser
+def test_every_command_has_help():
+    import click
 
-    parser = build_parser()
-    sub = next(a for a in parser._actions if a.dest == "command")
-    assert sub.choices, "no commands"
-    for name, p in sub.choices.items():
-        assert p.description, f"{name} has no help text"
-        for action in p._actions:
-            if action.dest not in ("help",) and action.option_strings:
-                assert action.help, f"{name} {action.option_strings} has no help text"
+    from workbench.cli.main import cli as root
+
+    def walk(group, path):
+        for name, command in group.commands.items():
+            yield f"{path} {name}", command
+            if isinstance(command, click.Group):
+                yield from walk(command, f"{path} {name}")
+
+    commands = list(walk(root, "workbench"))
+    assert len(commands) > 30, "commands are missing"
+    for name, command in commands:
+        assert command.help, f"{name} has no help text"
+        for param in command.params:
+            if isinstance(param, click.Option):
+                assert param.help, f"{name} {param.opts} has no help text"
 
 
 def test_json_contracts(ws, cli):
@@ -152,3 +160,58 @@ def test_bad_workspace_config_names_file_and_field(tmp_path, cli):
     assert_user_error(r, "principals.0.orgs: unknown org 'nope'")
     bad.write_text("orgs: [\n")
     assert_user_error(cli("init", "--config", str(bad), workspace=tmp_path / "ws"), "malformed YAML")
+
+
+# -- the installed entry point, as a real process --------------------------------------------------
+
+
+def test_the_installed_entry_point_round_trip(tmp_path, cli_process):
+    root = tmp_path / "ws"
+    assert cli_process("init", "--config", str(CONFIG), workspace=root).returncode == 0
+    write_fragment(tmp_path / "in", "nw-a", kind="decision", body="## Why\nBecause.")
+    r = cli_process("ingest", str(tmp_path / "in"), "--json", "--as", "grace.kim", workspace=root)
+    assert r.returncode == 0 and json.loads(r.stdout)["added"] == 1, r.stderr
+    r = cli_process("--workspace", str(tmp_path / "elsewhere"), "show", "nw-a", "--json", "--workspace", str(root))
+    assert r.returncode == 0 and json.loads(r.stdout)["id"] == "nw-a", r.stderr  # after the command, it wins
+    r = cli_process("list", "--as", "grace.kim", workspace=root)
+    assert r.returncode == 0 and "nw-a" in r.stdout and "Title of nw-a" in r.stdout
+    assert_user_error(cli_process("show", "nw-nope", workspace=root), "unknown fragment 'nw-nope'")
+    r = cli_process("show", "--bogus", workspace=root)
+    assert_user_error(r, "no such option")
+    assert r.stderr.startswith("workbench: error: ")
+
+
+def test_a_closed_pipe_is_not_an_error(tmp_path, cli_process):
+    """`workbench list | head -0`: the reader leaves before the output comes; exit 0, nothing on stderr."""
+    from conftest import WORKBENCH_BIN
+
+    root = tmp_path / "ws"
+    assert cli_process("init", "--config", str(CONFIG), workspace=root).returncode == 0
+    proc = subprocess.Popen([str(WORKBENCH_BIN), "--workspace", str(root), "principals"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and err == "", err
+
+
+def test_python_dash_m_and_version(cli_process):
+    r = subprocess.run([sys.executable, "-m", "workbench", "--version"], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "workbench 0.1.0", r.stderr
+    r = cli_process("completion", "bash")
+    assert r.returncode == 0 and "_WORKBENCH_COMPLETE=bash_complete" in r.stdout
+    r = cli_process("completion", "zsh")
+    assert r.returncode == 0 and "compdef" in r.stdout
+
+
+def test_shell_completion_through_the_entry_point(sample_workspace):
+    """What bash runs on TAB: the entry point with click's completion variables."""
+    import os
+
+    from conftest import WORKBENCH_BIN
+
+    env = {**os.environ, "_WORKBENCH_COMPLETE": "bash_complete", "COMP_WORDS": "workbench sea", "COMP_CWORD": "1"}
+    r = subprocess.run([str(WORKBENCH_BIN)], capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and "plain,search" in r.stdout.splitlines(), r.stdout + r.stderr
+    env.update(COMP_WORDS=f"workbench --workspace {sample_workspace} list --as marco.", COMP_CWORD="5")
+    r = subprocess.run([str(WORKBENCH_BIN)], capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and "plain,marco.bianchi" in r.stdout.splitlines(), r.stdout + r.stderr

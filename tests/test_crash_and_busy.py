@@ -9,14 +9,14 @@ import time
 
 import pytest
 
-from conftest import WORKBENCH_BIN, fragment_text, run_cli
+from conftest import WORKBENCH_BIN, fragment_text, run_cli, run_cli_process
 from workbench import Workbench
 
 
 def test_second_process_gets_workspace_busy(wb):
     with wb.store.transaction():  # this process is mid-write and holds the lock
         wb.store.add_event("test-hold")
-        r = run_cli("list", workspace=wb.root, env={"WORKBENCH_LOCK_TIMEOUT": "0.3"})
+        r = run_cli_process("list", workspace=wb.root, env={"WORKBENCH_LOCK_TIMEOUT": "0.3"})
     assert r.returncode == 2
     assert "workspace busy" in r.stderr and "Traceback" not in r.stderr
 

@@ -92,7 +92,7 @@ async def test_the_workspace_stays_usable_while_an_agent_is_connected(sample_wor
         first = await client.call_tool("get", {"id": "nw-rb-psp-failover"})
         assert first.structured_content["version"] == 1
         r = cli("edit", "nw-rb-psp-failover", "--file", str(body), "--reason", "new CLI", "--as", "marco.bianchi",
-                workspace=sample_workspace, env={"WORKBENCH_LOCK_TIMEOUT": "10"})
+                real=True, workspace=sample_workspace, env={"WORKBENCH_LOCK_TIMEOUT": "10"})
         assert r.returncode == 0, r.stderr  # the CLI writes while the MCP session stays open
         again = await client.call_tool("get", {"id": "nw-rb-psp-failover"})
         assert again.structured_content["version"] == 2 and "halyard" in again.structured_content["body"]

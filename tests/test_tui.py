@@ -283,7 +283,7 @@ async def test_errors_are_notifications_not_tracebacks(wb):
 
 
 async def test_the_cli_can_write_while_the_tui_is_open(wb, sample_workspace, tmp_path):
-    from conftest import run_cli
+    from conftest import run_cli_process
 
     body = tmp_path / "body.md"
     body.write_text("Edited from the CLI while the TUI was open.\n")
@@ -291,8 +291,8 @@ async def test_the_cli_can_write_while_the_tui_is_open(wb, sample_workspace, tmp
     app.idle_release_s = 0.2
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause(1.0)  # idle: the app lets go of the workspace
-        r = await asyncio.to_thread(run_cli, "edit", "nw-rb-psp-failover", "--file", str(body), "--reason", "cli",
-                                    "--as", "marco.bianchi", workspace=sample_workspace,
+        r = await asyncio.to_thread(run_cli_process, "edit", "nw-rb-psp-failover", "--file", str(body),
+                                    "--reason", "cli", "--as", "marco.bianchi", workspace=sample_workspace,
                                     env={"WORKBENCH_LOCK_TIMEOUT": "10"})
         assert r.returncode == 0, r.stderr
         app.open_fragment("nw-rb-psp-failover")
@@ -308,7 +308,7 @@ CLI_BODY = "Edited from the CLI while the TUI editor was open.\n"
 async def _conflict_in_the_editor(app, pilot, sample_workspace, tmp_path, fid):
     """Open the editor (v1), let priya.raman save v2 with the CLI from another process, then type
     and save in the TUI: the conflict dialog must come up and nothing of the TUI's must be stored."""
-    from conftest import run_cli
+    from conftest import run_cli_process
 
     from workbench.tui.screens.conflict import ConflictScreen
 
@@ -322,7 +322,7 @@ async def _conflict_in_the_editor(app, pilot, sample_workspace, tmp_path, fid):
     await pilot.pause(1.0)  # idle: the app lets go of the workspace
     body = tmp_path / "cli-body.md"
     body.write_text(CLI_BODY)
-    r = await asyncio.to_thread(run_cli, "edit", fid, "--file", str(body), "--reason", "cli fix",
+    r = await asyncio.to_thread(run_cli_process, "edit", fid, "--file", str(body), "--reason", "cli fix",
                                 "--as", "priya.raman", workspace=sample_workspace, env={"WORKBENCH_LOCK_TIMEOUT": "10"})
     assert r.returncode == 0, r.stderr
     await pilot.press(*"TUI note. ")  # typed at the start of the body

@@ -9,7 +9,7 @@ import threading
 import time
 
 import pytest
-from conftest import run_cli
+from conftest import run_cli_process
 from tui_support import SIZES, app_for, settle, until
 
 from workbench import Workbench
@@ -196,8 +196,8 @@ async def test_the_workspace_is_kept_while_in_use_and_let_go_when_another_proces
         body = tmp_path / "body.md"
         body.write_text("Edited from the CLI while the TUI was open.\n")
         t = time.perf_counter()
-        r = await asyncio.to_thread(run_cli, "edit", "nw-rb-psp-failover", "--file", str(body), "--reason", "cli",
-                                    "--as", "marco.bianchi", workspace=sample_workspace,
+        r = await asyncio.to_thread(run_cli_process, "edit", "nw-rb-psp-failover", "--file", str(body),
+                                    "--reason", "cli", "--as", "marco.bianchi", workspace=sample_workspace,
                                     env={"WORKBENCH_LOCK_TIMEOUT": "10"})
         assert r.returncode == 0, r.stderr
         assert time.perf_counter() - t < 8

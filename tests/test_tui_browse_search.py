@@ -26,10 +26,9 @@ from workbench.service.browse import (
     matching,
     pin_scopes,
     rows,
-    scope_label,
     scope_tree,
-    short_id,
 )
+from workbench.tui.format import scope_label, short_id
 from workbench.models import KINDS, Scope
 
 

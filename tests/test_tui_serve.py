@@ -110,7 +110,7 @@ def test_serve_says_when_the_port_is_taken(sample_workspace, cli):
         s.bind(("127.0.0.1", 0))
         s.listen()
         r = cli("serve", "--port", str(s.getsockname()[1]), "--as", "marco.bianchi", workspace=sample_workspace,
-                timeout=30)
+                real=True, timeout=30)
     assert r.returncode == 2 and "cannot serve on 127.0.0.1:" in r.stderr and "Traceback" not in r.stderr
 
 

@@ -1,158 +1,109 @@
-"""Command definitions for curation: pin, unpin, pins."""
+"""Commands for curation: pins, anti-patterns, authority, near-duplicates, staleness and nudges."""
 
 from __future__ import annotations
 
-import argparse
+import click
 
-from .main import command
-from .main import open_workbench as _open
+from .options import (INT, MultiValueOption, PRINCIPAL_DEFAULT, as_option, command, group, json_option,
+                      open_workbench, scope_option, values)
 from .render import emit_json, table
 
 
-def add_curate_commands(sub: argparse._SubParsersAction) -> None:
-    def cmd(name: str, help: str) -> argparse.ArgumentParser:
-        return sub.add_parser(name, help=help, description=help)
-
-    p = cmd("pin", "Pin a fragment in a scope (tech leads of that scope only): it always reaches agents there.")
-    p.add_argument("id")
-    p.add_argument("--scope", required=True, help="org=ORG[,repo=R][,persona=P][,session=S]")
-    p.add_argument("--as", dest="principal", metavar="LEAD", required=True, help="the tech lead pinning")
-    p.add_argument("--reason", help="why this must always reach agents")
-    p.add_argument("--until", metavar="DATE", help="the pin stops applying after this date (YYYY-MM-DD)")
-    p.add_argument("--json", action="store_true", help="print the documented JSON instead of text")
-
-    p = cmd("unpin", "Remove a pin (tech leads of that scope only).")
-    p.add_argument("id")
-    p.add_argument("--scope", required=True, help="the scope the fragment is pinned in")
-    p.add_argument("--as", dest="principal", metavar="LEAD", required=True, help="the tech lead unpinning")
-    p.add_argument("--reason", help="why (recorded)")
-
-    p = cmd("pins", "List the pins in force (in scopes the principal can see).")
-    p.add_argument("--scope", help="only pins of exactly this scope")
-    p.add_argument("--all", action="store_true", help="include expired pins")
-    p.add_argument("--as", dest="principal", metavar="PRINCIPAL",
-                   help="list as this principal (default: $WORKBENCH_PRINCIPAL, else default_principal)")
-    p.add_argument("--json", action="store_true", help="print the documented JSON instead of text")
-
-
-def add_more_curate_commands(sub: argparse._SubParsersAction) -> None:
-    def cmd(name: str, help: str) -> argparse.ArgumentParser:
-        return sub.add_parser(name, help=help, description=help)
-
-    def json_opt(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--json", action="store_true", help="print the documented JSON instead of text")
-
-    p = cmd("antipattern", "Anti-patterns: what not to do, why, and what to do instead.")
-    ap = p.add_subparsers(dest="action", metavar="ACTION", required=True)
-    add = ap.add_parser("add", help="create an anti-pattern fragment", description="Create an anti-pattern fragment.")
-    add.add_argument("--title", required=True, help="a short name for the mistake")
-    add.add_argument("--dont", required=True, help="what not to do")
-    add.add_argument("--why", required=True, help="why not (the harm it causes)")
-    add.add_argument("--instead", required=True, help="what to do instead")
-    add.add_argument("--evidence", nargs="+", metavar="REF", help="incidents, fragment ids or URLs backing the why")
-    add.add_argument("--scope", required=True, help="org=ORG[,repo=R][,persona=P]")
-    add.add_argument("--as", dest="principal", metavar="USER", required=True, help="the author (owner by default)")
-    add.add_argument("--owner", help="the owner, if not the author")
-    add.add_argument("--id", dest="fragment_id", help="the fragment id (default: ORG-ap-TITLE-SLUG)")
-    add.add_argument("--tags", nargs="+", metavar="TAG", help="tags")
-    add.add_argument("--body", default="", help="more detail in markdown (examples, the incident story)")
-    add.add_argument("--allow-secret", action="store_true", help="store it even if it contains a credential")
-    json_opt(add)
-
-    p = cmd("graph", "Citation authority: fragments by PageRank over links and source references.")
-    p.add_argument("--top", type=int, default=20, help="how many (default 20; 0 for all)")
-    p.add_argument("--as", dest="principal", metavar="PRINCIPAL", help="as this principal (default principal)")
-    json_opt(p)
-
-    p = cmd("dedupe", "Near-duplicate fragments (64-bit SimHash, Hamming distance <= 3).")
-    p.add_argument("--distance", type=int, default=3, help="maximum Hamming distance (default 3)")
-    p.add_argument("--as", dest="principal", metavar="PRINCIPAL", help="as this principal (default principal)")
-    json_opt(p)
-
-    p = cmd("merge", "Collapse DROP into KEEP: KEEP gains DROP's sources and in-links; DROP is archived.")
-    p.add_argument("keep")
-    p.add_argument("drop")
-    p.add_argument("--as", dest="principal", metavar="USER", required=True, help="who merges")
-    p.add_argument("--reason", help="why (default: 'merge DROP into KEEP')")
-    json_opt(p)
-
-    p = cmd("stale", "Fragments not edited or verified for --days (or whose code drifted), most used first.")
-    p.add_argument("--days", type=int, default=180, help="age threshold in days (default 180)")
-    p.add_argument("--as", dest="principal", metavar="PRINCIPAL",
-                   help="whose view: only fragments this principal can see (default: $WORKBENCH_PRINCIPAL, "
-                        "else default_principal)")
-    json_opt(p)
-
-    p = cmd("nudge", "Nudge owners of stale fragments: record nudges and write one digest per owner to the outbox.")
-    p.add_argument("--days", type=int, default=180, help="age threshold in days (default 180)")
-    p.add_argument("--cooldown", type=int, default=14, help="days before the same nudge repeats (default 14)")
-    p.add_argument("--as", dest="principal", metavar="PRINCIPAL",
-                   help="nudge about the fragments this principal can see (default: $WORKBENCH_PRINCIPAL, else "
-                        "default_principal); run it once per org as its lead")
-    json_opt(p)
-
-    p = cmd("verify", "Owner: the fragment is still true (resets its staleness clock).")
-    p.add_argument("id")
-    p.add_argument("--as", dest="principal", metavar="OWNER", required=True, help="the fragment's owner")
-    p.add_argument("--note", help="what was checked")
-    json_opt(p)
-
-    p = cmd("snooze", "Owner: hide a fragment from the stale list for N days.")
-    p.add_argument("id")
-    p.add_argument("--days", type=int, required=True, help="how many days (a positive number)")
-    p.add_argument("--as", dest="principal", metavar="OWNER", required=True, help="the fragment's owner")
-    json_opt(p)
-
-
-
-@command("pin")
-def _pin(args):
-    with _open(args) as wb:
-        pin = wb.pin(args.id, scope=args.scope, actor=args.principal, reason=args.reason, until=args.until)
-    if args.json:
-        emit_json(pin.to_dict())
+@command("pin", "Pin a fragment in a scope (tech leads of that scope only): it always reaches agents there.",
+         "workbench pin nw-pol-pci-scope --scope org=northwind --as priya.raman --reason 'card data rules'")
+@click.argument("id")
+@scope_option(required=True)
+@as_option("the tech lead pinning", required=True, metavar="LEAD")
+@click.option("--reason", help="why this must always reach agents")
+@click.option("--until", metavar="DATE", help="the pin stops applying after this date (YYYY-MM-DD)")
+@json_option()
+def pin(id, scope, principal, reason, until, as_json):
+    with open_workbench() as wb:
+        made = wb.pin(id, scope=scope, actor=principal, reason=reason, until=until)
+    if as_json:
+        emit_json(made.to_dict())
     else:
-        print(f"pinned {pin.fragment_id} in {pin.scope}" + (f" until {pin.until.date()}" if pin.until else ""))
+        print(f"pinned {made.fragment_id} in {made.scope}" + (f" until {made.until.date()}" if made.until else ""))
 
 
-@command("unpin")
-def _unpin(args):
-    with _open(args) as wb:
-        wb.unpin(args.id, scope=args.scope, actor=args.principal, reason=args.reason)
-    print(f"unpinned {args.id} from {args.scope}")
+@command("unpin", "Remove a pin (tech leads of that scope only).",
+         "workbench unpin nw-pol-pci-scope --scope org=northwind --as priya.raman")
+@click.argument("id")
+@scope_option("the scope the fragment is pinned in", required=True)
+@as_option("the tech lead unpinning", required=True, metavar="LEAD")
+@click.option("--reason", help="why (recorded)")
+def unpin(id, scope, principal, reason):
+    with open_workbench() as wb:
+        wb.unpin(id, scope=scope, actor=principal, reason=reason)
+    print(f"unpinned {id} from {scope}")
 
 
-@command("pins")
-def _pins(args):
-    with _open(args) as wb:
-        pins = [p.to_dict() for p in wb.pins(scope=args.scope, principal=args.principal, include_expired=args.all)]
-    if args.json:
-        emit_json(pins)
+@command("pins", "List the pins in force (in scopes the principal can see).", "workbench pins --as marco.bianchi")
+@scope_option("only pins of exactly this scope")
+@click.option("--all", "include_expired", is_flag=True, help="include expired pins")
+@as_option(f"list as this principal {PRINCIPAL_DEFAULT}")
+@json_option()
+def pins(scope, include_expired, principal, as_json):
+    with open_workbench() as wb:
+        found = [p.to_dict() for p in wb.pins(scope=scope, principal=principal, include_expired=include_expired)]
+    if as_json:
+        emit_json(found)
         return
     fmt = lambda s: ",".join(f"{k}={v}" for k, v in s.items() if v)  # noqa: E731
     print(table(["id", "scope", "pinned_by", "pinned_at", "until", "reason"],
                 ([p["id"], fmt(p["scope"]), p["pinned_by"], p["pinned_at"], p["until"] or "-", p["reason"] or ""]
-                 for p in pins)) if pins else "no pins")
+                 for p in found)) if found else "no pins")
 
 
-@command("antipattern")
-def _antipattern(args):
-    with _open(args) as wb:
-        f = wb.add_antipattern(title=args.title, dont=args.dont, why=args.why, instead=args.instead,
-                               scope=args.scope, actor=args.principal, evidence=args.evidence, body=args.body,
-                               tags=args.tags, fragment_id=args.fragment_id, owner=args.owner,
-                               allow_secret=args.allow_secret)
-    if args.json:
+@group("antipattern", "Anti-patterns: what not to do, why, and what to do instead.",
+       "workbench antipattern add --title T --dont D --why W --instead I --scope org=northwind --as marco.bianchi")
+def antipattern():
+    pass
+
+
+@command("add", "Create an anti-pattern fragment.",
+         "workbench antipattern add --title 'Retrying a POST without an idempotency key'\n"
+         "  --dont 'Retry a payment mutation without the Idempotency-Key header'\n"
+         "  --why 'double charges (INC-2291)' --instead 'Send the same Idempotency-Key on every retry'\n"
+         "  --scope org=northwind,repo=payments-api --as marco.bianchi --evidence INC-2291 INC-2304")
+@click.option("--title", required=True, help="a short name for the mistake")
+@click.option("--dont", required=True, help="what not to do")
+@click.option("--why", required=True, help="why not (the harm it causes)")
+@click.option("--instead", required=True, help="what to do instead")
+@click.option("--evidence", cls=MultiValueOption, metavar="REF...",
+              help="incidents, fragment ids or URLs backing the why (space-separated or repeated)")
+@scope_option("org=ORG[,repo=R][,persona=P]", required=True)
+@as_option("the author (owner by default)", required=True, metavar="USER")
+@click.option("--owner", help="the owner, if not the author")
+@click.option("--id", "fragment_id", help="the fragment id (default: ORG-ap-TITLE-SLUG)")
+@click.option("--tags", cls=MultiValueOption, metavar="TAG...", help="tags (space-separated or repeated)")
+@click.option("--body", default="", help="more detail in markdown (examples, the incident story)")
+@click.option("--allow-secret", is_flag=True, help="store it even if it contains a credential")
+@json_option()
+def antipattern_add(title, dont, why, instead, evidence, scope, principal, owner, fragment_id, tags, body,
+                    allow_secret, as_json):
+    with open_workbench() as wb:
+        f = wb.add_antipattern(title=title, dont=dont, why=why, instead=instead, scope=scope, actor=principal,
+                               evidence=values(evidence), body=body, tags=values(tags), fragment_id=fragment_id,
+                               owner=owner, allow_secret=allow_secret)
+    if as_json:
         emit_json(f.to_dict())
     else:
         print(f"created anti-pattern {f.id} in {f.scope}")
 
 
-@command("graph")
-def _graph(args):
-    with _open(args) as wb:
-        rows = wb.graph(top=args.top, principal=args.principal)
-    if args.json:
+antipattern.add_command(antipattern_add)
+
+
+@command("graph", "Citation authority: fragments by PageRank over links and source references.",
+         "workbench graph --top 5 --as grace.kim")
+@click.option("--top", type=INT, default=20, help="how many (default 20; 0 for all)")
+@as_option("as this principal (default principal)")
+@json_option()
+def graph(top, principal, as_json):
+    with open_workbench() as wb:
+        rows = wb.graph(top=top, principal=principal)
+    if as_json:
         emit_json(rows)
         return
     print(table(["id", "authority", "in", "out", "title"],
@@ -160,11 +111,15 @@ def _graph(args):
                  for r in rows)))
 
 
-@command("dedupe")
-def _dedupe(args):
-    with _open(args) as wb:
-        pairs = wb.dedupe(max_distance=args.distance, principal=args.principal)
-    if args.json:
+@command("dedupe", "Near-duplicate fragments (64-bit SimHash, Hamming distance <= 3).",
+         "workbench dedupe --distance 3 --as lena.fischer")
+@click.option("--distance", type=INT, default=3, help="maximum Hamming distance (default 3)")
+@as_option("as this principal (default principal)")
+@json_option()
+def dedupe(distance, principal, as_json):
+    with open_workbench() as wb:
+        pairs = wb.dedupe(max_distance=distance, principal=principal)
+    if as_json:
         emit_json(pairs)
         return
     if not pairs:
@@ -175,34 +130,49 @@ def _dedupe(args):
     print("\nmerge with: workbench merge KEEP DROP --as USER")
 
 
-@command("merge")
-def _merge(args):
-    with _open(args) as wb:
-        result = wb.merge(args.keep, args.drop, actor=args.principal, reason=args.reason)
-    if args.json:
+@command("merge", "Collapse DROP into KEEP: KEEP gains DROP's sources and in-links; DROP is archived.",
+         "workbench merge tw-rb-pgbouncer-pool-exhaustion tw-rb-fleet-pgbouncer-pool-exhausted --as lena.fischer")
+@click.argument("keep")
+@click.argument("drop")
+@as_option("who merges", required=True, metavar="USER")
+@click.option("--reason", help="why (default: 'merge DROP into KEEP')")
+@json_option()
+def merge(keep, drop, principal, reason, as_json):
+    with open_workbench() as wb:
+        result = wb.merge(keep, drop, actor=principal, reason=reason)
+    if as_json:
         emit_json(result)
     else:
         print(f"merged {result['dropped']} into {result['kept']} ({len(result['relinked'])} fragments relinked); "
               f"{result['dropped']} is archived")
 
 
-@command("stale")
-def _stale(args):
-    with _open(args) as wb:
-        items = [i.to_dict() for i in wb.stale(days=args.days, principal=args.principal)]
-    if args.json:
+@command("stale", "Fragments not edited or verified for --days (or whose code drifted), most used first.",
+         "workbench stale --days 180 --as priya.raman")
+@click.option("--days", type=INT, default=180, help="age threshold in days (default 180)")
+@as_option(f"whose view: only fragments this principal can see {PRINCIPAL_DEFAULT}")
+@json_option()
+def stale(days, principal, as_json):
+    with open_workbench() as wb:
+        items = [i.to_dict() for i in wb.stale(days=days, principal=principal)]
+    if as_json:
         emit_json(items)
         return
     print(table(["id", "owner", "age", "used", "cited", "reason"],
                 ([i["id"], i["owner"], f"{i['age_days']}d", str(i["traces"]), str(i["in_links"]),
-                  "; ".join(i["reasons"])] for i in items), max_width=70) if items else "nothing stale")
+                  "; ".join(i["reasons"])] for i in items)) if items else "nothing stale")
 
 
-@command("nudge")
-def _nudge(args):
-    with _open(args) as wb:
-        report = wb.nudge(days=args.days, cooldown_days=args.cooldown, principal=args.principal).to_dict()
-    if args.json:
+@command("nudge", "Nudge owners of stale fragments: record nudges and write one digest per owner to the outbox.",
+         "workbench nudge --days 180 --cooldown 14 --as priya.raman")
+@click.option("--days", type=INT, default=180, help="age threshold in days (default 180)")
+@click.option("--cooldown", type=INT, default=14, help="days before the same nudge repeats (default 14)")
+@as_option(f"nudge about the fragments this principal can see {PRINCIPAL_DEFAULT}; run it once per org as its lead")
+@json_option()
+def nudge(days, cooldown, principal, as_json):
+    with open_workbench() as wb:
+        report = wb.nudge(days=days, cooldown_days=cooldown, principal=principal).to_dict()
+    if as_json:
         emit_json(report)
         return
     print(f"{report['nudges']} nudges to {report['owners']} owners; {report['skipped_cooldown']} still cooling down")
@@ -210,21 +180,34 @@ def _nudge(args):
         print(f"  digest: {path}")
 
 
-@command("verify")
-def _verify(args):
-    with _open(args) as wb:
-        f = wb.verify(args.id, actor=args.principal, note=args.note)
-    if args.json:
+@command("verify", "Owner: the fragment is still true (resets its staleness clock).",
+         "workbench verify nw-pol-incident-severity --as dan.kowalski --note 'still true'")
+@click.argument("id")
+@as_option("the fragment's owner", required=True, metavar="OWNER")
+@click.option("--note", help="what was checked")
+@json_option()
+def verify(id, principal, note, as_json):
+    with open_workbench() as wb:
+        f = wb.verify(id, actor=principal, note=note)
+    if as_json:
         emit_json(f.to_dict())
     else:
         print(f"{f.id} verified at {f.to_dict()['verified_at']}")
 
 
-@command("snooze")
-def _snooze(args):
-    with _open(args) as wb:
-        until = wb.snooze(args.id, days=args.days, actor=args.principal)
-    if args.json:
-        emit_json({"id": args.id, "until": until.replace(microsecond=0).isoformat() + "Z"})
+@command("snooze", "Owner: hide a fragment from the stale list for N days.",
+         "workbench snooze nw-pol-pci-scope --days 30 --as omar.haddad")
+@click.argument("id")
+@click.option("--days", type=INT, required=True, help="how many days (a positive number)")
+@as_option("the fragment's owner", required=True, metavar="OWNER")
+@json_option()
+def snooze(id, days, principal, as_json):
+    with open_workbench() as wb:
+        until = wb.snooze(id, days=days, actor=principal)
+    if as_json:
+        emit_json({"id": id, "until": until.replace(microsecond=0).isoformat() + "Z"})
     else:
-        print(f"{args.id} snoozed until {until.date()}")
+        print(f"{id} snoozed until {until.date()}")
+
+
+COMMANDS = [pin, unpin, pins, antipattern, graph, dedupe, merge, stale, nudge, verify, snooze]

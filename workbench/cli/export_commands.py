@@ -1,80 +1,16 @@
-"""Command definitions for exports: curated sets, bundles, agent context files, the MCP server."""
+"""Commands for exports: curated sets, bundles, agent context files, the MCP server."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from .main import command
-from .main import open_workbench as _open
+import click
+
+from .options import (INT, PRINCIPAL_DEFAULT, as_option, command, group, json_option, open_workbench,
+                      scope_option, workspace)
 from .render import emit_json, table
 
 FORMAT_NAMES = ("bundle", "agents-md", "claude-md", "cursor-rules", "llms-txt")
-
-
-def add_export_commands(sub: argparse._SubParsersAction) -> None:
-    def json_opt(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--json", action="store_true", help="print the documented JSON instead of text")
-
-    help = "Curated sets: named, owned selections (a scope, an optional query, includes and excludes)."
-    p = sub.add_parser("set", help=help, description=help)
-    sets = p.add_subparsers(dest="action", metavar="ACTION", required=True)
-    c = sets.add_parser("create", help="define a set", description="Define a curated set.")
-    c.add_argument("name")
-    c.add_argument("--scope", required=True, help="org=ORG[,repo=R][,persona=P]")
-    c.add_argument("--query", help="keep the fragments this query finds in the scope (default: all of the scope)")
-    c.add_argument("--as", dest="principal", metavar="USER", required=True, help="the set's owner")
-    json_opt(c)
-    for name, verb in (("add", "include"), ("remove", "exclude")):
-        a = sets.add_parser(name, help=f"{verb} a fragment by hand", description=f"{verb.title()} a fragment by hand.")
-        a.add_argument("name")
-        a.add_argument("id")
-        a.add_argument("--as", dest="principal", metavar="USER", help="who changes it (default principal)")
-        json_opt(a)
-    s = sets.add_parser("show", help="show a set and its fragments", description="Show a set and its fragments.")
-    s.add_argument("name")
-    s.add_argument("--as", dest="principal", metavar="PRINCIPAL", help="as this principal (default principal)")
-    json_opt(s)
-
-    help = "Export a set as a bundle, or agent context files (AGENTS.md, CLAUDE.md, Cursor rules, llms.txt)."
-    p = sub.add_parser("export", help=help, description=help)
-    p.add_argument("format", metavar="FORMAT", help=f"one of: {', '.join(FORMAT_NAMES)}")
-    p.add_argument("--out", required=True, metavar="DIR", help="folder to write into")
-    p.add_argument("--set", dest="set_name", metavar="NAME", help="a curated set (required for bundle)")
-    p.add_argument("--scope", help="agent files: the scope they are for (default: the set's scope)")
-    p.add_argument("--budget", type=int, default=8000, help="agent files: token budget (default 8000)")
-    p.add_argument("--as", dest="principal", metavar="PRINCIPAL",
-                   help="whose view: only what this principal may see is exported (default: $WORKBENCH_PRINCIPAL, "
-                        "else default_principal)")
-    p.add_argument("--force", action="store_true",
-                   help="bundle: write into a non-empty folder; agent files: also overwrite or remove files in the "
-                        "way that workbench did not write, or that changed since (a re-export replaces and prunes "
-                        "its own files without it)")
-    p.add_argument("--base-url", metavar="URL",
-                   help="llms-txt: make every link absolute under this http(s) URL (e.g. https://docs.example.com/kb/)")
-    p.add_argument("--allow-secret", action="store_true",
-                   help="also export fragments stored with a secret-guard override (left out by default)")
-    json_opt(p)
-
-    help = ("Import a bundle: restore its fragments with their versions, its set and the pins the importer may "
-            "make. The schema and checksum, then every record is checked as a write; any problem refuses the whole "
-            "bundle and nothing is written.")
-    p = sub.add_parser("import-bundle", help=help, description=help)
-    p.add_argument("dir", metavar="DIR")
-    p.add_argument("--as", dest="principal", metavar="USER",
-                   help="the importer: author of every version written (default: $WORKBENCH_PRINCIPAL, else "
-                        "default_principal)")
-    p.add_argument("--allow-secret", action="store_true",
-                   help="import versions that hold a credential anyway (each override is recorded)")
-    p.add_argument("--dry-run", action="store_true", help="check everything and report; write nothing")
-    json_opt(p)
-
-    help = ("Run the MCP server on stdio acting as PRINCIPAL: tools search, get, context (read-only, traced); "
-            "fragments as resources workbench://fragment/{id}; the prompt task-context.")
-    p = sub.add_parser("mcp", help=help, description=help)
-    p.add_argument("--as", dest="principal", metavar="PRINCIPAL", required=True,
-                   help="whose scope the tools, resources and prompt see")
-
 
 
 def _print_set(data: dict) -> None:
@@ -87,50 +23,108 @@ def _print_set(data: dict) -> None:
                                                       for f in data["fragments"])))
 
 
-@command("set")
-def _set(args):
-    with _open(args) as wb:
-        if args.action == "create":
-            data = wb.set_create(args.name, scope=args.scope, actor=args.principal, query=args.query)
-        elif args.action in ("add", "remove"):
-            data = wb.set_change(args.name, args.id, include=args.action == "add", actor=args.principal)
-        else:
-            data = wb.set_show(args.name, principal=args.principal)
-    if args.json:
+def _set_out(data: dict, as_json: bool) -> None:
+    if as_json:
         emit_json(data)
     else:
         _print_set(data)
 
 
-@command("export")
-def _export(args):
+@group("set", "Curated sets: named, owned selections (a scope, an optional query, includes and excludes).",
+       "workbench set create payments-core --scope org=northwind,repo=payments-api --as marco.bianchi")
+def set_():
+    pass
+
+
+@command(
+    "create", "Define a curated set.",
+    "workbench set create payments-core --scope org=northwind,repo=payments-api --query 'idempotency' "
+    "--as marco.bianchi")
+@click.argument("name")
+@scope_option("org=ORG[,repo=R][,persona=P]", required=True)
+@click.option("--query", help="keep the fragments this query finds in the scope (default: all of the scope)")
+@as_option("the set's owner", required=True, metavar="USER")
+@json_option()
+def set_create(name, scope, query, principal, as_json):
+    with open_workbench() as wb:
+        data = wb.set_create(name, scope=scope, actor=principal, query=query)
+    _set_out(data, as_json)
+
+
+def _set_change(name: str, verb: str):
+    @command(name, f"{verb.title()} a fragment by hand.",
+             f"workbench set {name} payments-core nw-rb-ledger-imbalance --as marco.bianchi")
+    @click.argument("name")
+    @click.argument("id")
+    @as_option("who changes it (default principal)", metavar="USER")
+    @json_option()
+    def change(name, id, principal, as_json):
+        with open_workbench() as wb:
+            data = wb.set_change(name, id, include=verb == "include", actor=principal)
+        _set_out(data, as_json)
+
+    return change
+
+
+@command("show", "Show a set and its fragments.", "workbench set show payments-core --as raj.patel")
+@click.argument("name")
+@as_option("as this principal (default principal)")
+@json_option()
+def set_show(name, principal, as_json):
+    with open_workbench() as wb:
+        data = wb.set_show(name, principal=principal)
+    _set_out(data, as_json)
+
+
+for _cmd in (set_create, _set_change("add", "include"), _set_change("remove", "exclude"), set_show):
+    set_.add_command(_cmd)
+
+
+@command("export", "Export a set as a bundle, or agent context files (AGENTS.md, CLAUDE.md, Cursor rules, "
+         "llms.txt).",
+         "workbench export bundle --set payments-core --out /tmp/bundle --as marco.bianchi\n"
+         "workbench export agents-md --scope org=northwind,repo=payments-api --as marco.bianchi --out /tmp/agents")
+@click.argument("format", metavar="FORMAT",
+                shell_complete=lambda ctx, param, incomplete: [f for f in FORMAT_NAMES if f.startswith(incomplete)])
+@click.option("--out", required=True, metavar="DIR", help="folder to write into")
+@click.option("--set", "set_name", metavar="NAME", help="a curated set (required for bundle)")
+@scope_option("agent files: the scope they are for (default: the set's scope)")
+@click.option("--budget", type=INT, default=8000, help="agent files: token budget (default 8000)")
+@as_option(f"whose view: only what this principal may see is exported {PRINCIPAL_DEFAULT}")
+@click.option("--force", is_flag=True,
+              help="bundle: write into a non-empty folder; agent files: also overwrite or remove files in the way "
+                   "that workbench did not write, or that changed since (a re-export replaces and prunes its own "
+                   "files without it)")
+@click.option("--base-url", metavar="URL", help="llms-txt: make every link absolute under this http(s) URL (e.g. "
+              "https://docs.example.com/kb/)")
+@click.option("--allow-secret", is_flag=True,
+              help="also export fragments stored with a secret-guard override (left out by default)")
+@json_option()
+def export(format, out, set_name, scope, budget, principal, force, base_url, allow_secret, as_json):
     from ..errors import UserError
 
-    if args.format not in FORMAT_NAMES:
-        raise UserError(f"unknown export format {args.format!r} (valid: {', '.join(FORMAT_NAMES)})")
-    if args.base_url is not None and args.format != "llms-txt":
-        raise UserError(f"--base-url applies to llms-txt only, not {args.format}")
-    with _open(args) as wb:
-        if args.format == "bundle":
-            if not args.set_name:
+    if format not in FORMAT_NAMES:
+        raise UserError(f"unknown export format {format!r} (valid: {', '.join(FORMAT_NAMES)})")
+    if base_url is not None and format != "llms-txt":  # the core says the same for agent files; bundles too
+        raise UserError(f"a base URL applies to llms-txt only, not {format}", param="base_url")
+    with open_workbench() as wb:
+        if format == "bundle":
+            if not set_name:
                 raise UserError("export bundle needs --set NAME")
-            manifest = wb.export_bundle(args.set_name, args.out, principal=args.principal, force=args.force,
-                                        allow_secret=args.allow_secret)
-            data = {"format": "bundle", "dir": args.out, "fragments": manifest["fragments"],
+            manifest = wb.export_bundle(set_name, out, principal=principal, force=force, allow_secret=allow_secret)
+            data = {"format": "bundle", "dir": out, "fragments": manifest["fragments"],
                     "checksum": manifest["checksum"]["value"], "omitted": manifest["omitted"]}
         else:
-            scope = args.scope
             if scope is None:
-                if not args.set_name:
-                    raise UserError(f"export {args.format} needs --scope S (or --set NAME)")
-                scope = wb.set_show(args.set_name, principal=args.principal)["scope"]
+                if not set_name:
+                    raise UserError(f"export {format} needs --scope S (or --set NAME)")
+                scope = wb.set_show(set_name, principal=principal)["scope"]
                 scope = ",".join(f"{k}={v}" for k, v in scope.items() if v)
-            data = wb.export_agents(args.format, args.out, scope=scope, principal=args.principal,
-                                    set_name=args.set_name, budget=args.budget, force=args.force,
-                                    allow_secret=args.allow_secret, base_url=args.base_url)
-    if args.json:
+            data = wb.export_agents(format, out, scope=scope, principal=principal, set_name=set_name, budget=budget,
+                                    force=force, allow_secret=allow_secret, base_url=base_url)
+    if as_json:
         emit_json(data)
-    elif args.format == "bundle":
+    elif format == "bundle":
         print(f"wrote bundle of {data['fragments']} fragments to {data['dir']} (sha256 {data['checksum'][:16]}…)")
     else:
         shown = [f for f in data["files"] if f != data["manifest"]]
@@ -141,28 +135,42 @@ def _export(args):
                  f"{' …' if len(data['pruned']) > 6 else ''}" if data["pruned"] else ""))
 
 
-@command("import-bundle")
-def _import_bundle(args):
-    with _open(args) as wb:
-        report = wb.import_bundle(args.dir, actor=args.principal, allow_secret=args.allow_secret,
-                                  dry_run=args.dry_run).to_dict()
-    if args.json:
+@command("import-bundle", "Import a bundle: restore its fragments with their versions, its set and the pins the "
+         "importer may make. The schema and checksum, then every record is checked as a write; any problem "
+         "refuses the whole bundle and nothing is written.",
+         "workbench import-bundle /tmp/bundle --as priya.raman --dry-run")
+@click.argument("dir", metavar="DIR")
+@as_option(f"the importer: author of every version written {PRINCIPAL_DEFAULT}", metavar="USER")
+@click.option("--allow-secret", is_flag=True,
+              help="import versions that hold a credential anyway (each override is recorded)")
+@click.option("--dry-run", is_flag=True, help="check everything and report; write nothing")
+@json_option()
+def import_bundle(dir, principal, allow_secret, dry_run, as_json):
+    with open_workbench() as wb:
+        report = wb.import_bundle(dir, actor=principal, allow_secret=allow_secret, dry_run=dry_run).to_dict()
+    if as_json:
         emit_json(report)
-    else:
-        verb = "would add" if args.dry_run else "added"
-        print(f"{verb} {report['added']}, updated {report['updated']}, unchanged {report['unchanged']}")
-        found = report.get("set")
-        if found:
-            print(f"set {found.get('name')}: {found.get('status')}" + (f" ({found['message']})" if found.get("message")
-                                                                      else ""))
-        for pin in report.get("pins", []):
-            print(f"pin {pin['id']} in {pin['scope']}: {pin['status']}" + (f" ({pin['message']})" if pin.get("message")
-                                                                           else ""))
+        return
+    verb = "would add" if dry_run else "added"
+    print(f"{verb} {report['added']}, updated {report['updated']}, unchanged {report['unchanged']}")
+    found = report.get("set")
+    if found:
+        print(f"set {found.get('name')}: {found.get('status')}" + (f" ({found['message']})" if found.get("message")
+                                                                  else ""))
+    for pin in report.get("pins", []):
+        print(f"pin {pin['id']} in {pin['scope']}: {pin['status']}" + (f" ({pin['message']})" if pin.get("message")
+                                                                       else ""))
 
 
-@command("mcp")
-def _mcp(args):
+@command("mcp", "Run the MCP server on stdio acting as PRINCIPAL: tools search, get, context (read-only, traced); "
+         "fragments as resources workbench://fragment/{id}; the prompt task-context.",
+         "workbench mcp --as agent.nw-coder")
+@as_option("whose scope the tools, resources and prompt see", required=True)
+def mcp(principal):
     from ..mcp.server import run
 
-    print(f"workbench MCP server on stdio as {args.principal}", file=sys.stderr, flush=True)
-    run(args.workspace, args.principal)
+    print(f"workbench MCP server on stdio as {principal}", file=sys.stderr, flush=True)
+    run(workspace(), principal)
+
+
+COMMANDS = [set_, export, import_bundle, mcp]

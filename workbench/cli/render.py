@@ -1,11 +1,15 @@
-"""Plain-text rendering of core results for the terminal (JSON goes out as-is)."""
+"""Plain-text rendering of core results for the terminal (JSON goes out as-is); tables through
+rich, imported only when a table is printed so `workbench --help` stays fast."""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from datetime import datetime
 from typing import Any, Iterable
+
+from ..models import antipattern_parts
 
 
 def emit_json(data: Any) -> None:
@@ -13,17 +17,48 @@ def emit_json(data: Any) -> None:
 
 
 def age(ts: datetime | None, now: datetime | None = None) -> str:
-    from ..service.browse import age as _age
+    from ..tui.format import age as _age
 
     return _age(ts, now or datetime.utcnow())
 
 
-def table(headers: list[str], rows: Iterable[list[str]], *, max_width: int = 60) -> str:
+RULE = "    \n    \n -  \n    \n    \n    \n    \n    \n"  # rich box: only dashes under the header
+
+
+def table(headers: list[str], rows: Iterable[list[str]], *, width: int | None = None) -> str:
+    """``rows`` under ``headers`` (a rule of dashes between), columns two spaces apart, through rich.
+
+    On a terminal the table fits its width (long cells wrap, a long word folds: nothing is cut);
+    piped or redirected, every value is printed whole on its row's line. ``width`` forces a width (tests, callers that know better)."""
+    from rich.box import Box
+    from rich.cells import cell_len
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
     rows = [[str(c) if c is not None else "" for c in row] for row in rows]
-    rows = [[c if len(c) <= max_width else c[: max_width - 1] + "…" for c in row] for row in rows]
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
-    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
-    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
+    terminal = width is None and _isatty(sys.stdout)
+    grid = Table(box=Box(RULE, ascii=True), show_edge=False, pad_edge=False, padding=(0, 1, 0, 0), header_style="bold",
+                 highlight=False)
+    for h in headers:
+        grid.add_column(h, overflow="fold")
+    for row in rows:
+        grid.add_row(*(Text(c) for c in row))  # Text: a value is never read as markup
+    if width is None and not terminal:  # piped: wide enough for every value on one line
+        width = sum(max([cell_len(h)] + [cell_len(r[i]) for r in rows]) + 2 for i, h in enumerate(headers))
+    console = Console(file=sys.stdout, width=width, highlight=False, emoji=False, markup=False,
+                      force_terminal=terminal or None, no_color=not terminal or None, soft_wrap=False)
+    with console.capture() as out:
+        console.print(grid)
+    lines = out.get().rstrip("\n").split("\n")
+    return "\n".join(re.sub(r" +((?:\x1b\[[0-9;]*m)*)$", r"\1", line) for line in lines)
+
+
+def _isatty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
 
 
 def fragment_text(data: dict[str, Any]) -> str:
@@ -42,9 +77,6 @@ def fragment_text(data: dict[str, Any]) -> str:
     for src in data.get("sources") or []:
         where = src["path"] + (f"#L{src['lines'][0]}-L{src['lines'][1]}" if src.get("lines") else "")
         lines.append(f"source: {src.get('repo') or ''}:{where}" + (f"@{src['commit']}" if src.get("commit") else ""))
-    details = data.get("details") or {}
-    for key, label in (("dont", "Don't"), ("why", "Why"), ("instead", "Instead")):
-        if details.get(key):
-            lines.append(f"{label}: {details[key]}")
+    lines += [f"{label}: {value}" for label, value in antipattern_parts(data.get("details") or {})]
     lines += ["", data["body"]]
     return "\n".join(lines)

@@ -1,79 +1,53 @@
-"""Command definitions for retrieval: search, context, trace, eval and index."""
+"""Commands for retrieval: search, context, trace, eval and index."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from .main import command
-from .main import open_workbench as _open
+import click
+
+from .options import (FLOAT, INT, MultiValueOption, PRINCIPAL_DEFAULT, as_option, command, json_option,
+                      open_workbench, scope_option, values)
 from .render import emit_json, table
 
+PIPELINES = ("hybrid", "bm25", "dense", "fts", "hybrid-rrf", "hybrid-nopriors")
 
-def add_retrieval_commands(sub: argparse._SubParsersAction) -> None:
-    def cmd(name: str, help: str) -> argparse.ArgumentParser:
-        return sub.add_parser(name, help=help, description=help)
 
-    def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("query", help="what to look for")
-        p.add_argument("--as", dest="principal", metavar="PRINCIPAL",
-                       help="the principal asking (default: $WORKBENCH_PRINCIPAL, else default_principal)")
-        p.add_argument("--scope", help="working scope: only fragments that apply inside it "
-                                       "(org=ORG[,repo=R][,persona=P][,session=S]); pins of this scope come first")
-        p.add_argument("--pipeline", default="hybrid", help="hybrid (default), bm25 or dense")
-        p.add_argument("--min-score", type=float, help="drop candidates whose fused score is below this")
-        p.add_argument("--rerank", metavar="PATH", help="re-rank with a cross-encoder from this local folder")
-        p.add_argument("--allow-secret", action="store_true",
-                       help="also serve fragments stored with a secret-guard override (withheld by default)")
-        p.add_argument("--kind", action="append", metavar="KIND",
-                       help="only fragments of this kind (repeat for any of several)")
-        p.add_argument("--tag", action="append", metavar="TAG", help="only fragments with this tag (repeat: any of)")
-        p.add_argument("--owner", action="append", metavar="PRINCIPAL",
-                       help="only fragments owned by this principal (repeat: any of)")
-        p.add_argument("--updated-since", metavar="YYYY-MM-DD", help="only fragments updated on or after this date")
-        p.add_argument("--dense-weight", type=float, metavar="W",
-                       help="weight of the dense score in weighted hybrid fusion, 0..1 (default 0.7; 0.3 for a "
-                            "query naming a rare identifier)")
-        p.add_argument("--json", action="store_true", help="print the documented JSON instead of text")
+def _complete(choices: tuple[str, ...]):
+    return lambda ctx, param, incomplete: [c for c in choices if c.startswith(incomplete)]
 
-    p = cmd("search", "Hybrid search over the fragments a principal can see.")
-    common(p)
-    p.add_argument("-k", type=int, default=10, help="number of hits (default 10)")
-    p.add_argument("--lexical", default="bm25s", help="lexical backend: bm25s (default) or duckdb-fts")
-    p.add_argument("--fusion", default="weighted", help="fusion: weighted (default) or rrf")
-    p.add_argument("--dense", default="numpy", help="dense path: numpy (default, exact) or duckdb (exact SQL scan)")
-    p.add_argument("--explain", action="store_true", help="show each hit's score breakdown and stage timings")
-    p.add_argument("--min-confidence", type=float, metavar="C",
-                   help="drop hits whose calibrated confidence is below C, 0..1 (default: keep all; pins stay)")
 
-    p = cmd("context", "Compose budgeted, cited context for an agent: pins, ranked fragments, then 'avoid'.")
-    common(p)
-    p.add_argument("--budget", type=int, default=3200, help="token budget (default 3200, model tokenizer)")
-    p.add_argument("--min-confidence", type=float, metavar="C",
-                   help="leave out fragments whose calibrated confidence is below C, 0..1 (default: "
-                        "confidence_floor of workbench.yaml, else the calibrated floor; pins always stay)")
+def retrieval_options(fn):
+    """The query and the options search and context share."""
+    for decorate in reversed([
+        click.argument("query"),
+        as_option(f"the principal asking {PRINCIPAL_DEFAULT}"),
+        scope_option("working scope: only fragments that apply inside it (org=ORG[,repo=R][,persona=P]"
+                     "[,session=S]); pins of this scope come first"),
+        click.option("--pipeline", default="hybrid", help="hybrid (default), bm25 or dense",
+                     shell_complete=_complete(("hybrid", "bm25", "dense"))),
+        click.option("--min-score", type=FLOAT, help="drop candidates whose fused score is below this"),
+        click.option("--rerank", metavar="PATH", type=click.Path(),
+                     help="re-rank with a cross-encoder from this local folder"),
+        click.option("--allow-secret", is_flag=True,
+                     help="also serve fragments stored with a secret-guard override (withheld by default)"),
+        click.option("--kind", multiple=True, metavar="KIND", help="only fragments of this kind (repeat for any "
+                     "of several)"),
+        click.option("--tag", multiple=True, metavar="TAG", help="only fragments with this tag (repeat: any of)"),
+        click.option("--owner", multiple=True, metavar="PRINCIPAL",
+                     help="only fragments owned by this principal (repeat: any of)"),
+        click.option("--updated-since", metavar="YYYY-MM-DD", help="only fragments updated on or after this date"),
+        click.option("--dense-weight", type=FLOAT, metavar="W", help="weight of the dense score in weighted hybrid "
+                     "fusion, 0..1 (default 0.7; 0.3 for a query naming a rare identifier)"),
+        json_option(),
+    ]):
+        fn = decorate(fn)
+    return fn
 
-    p = cmd("trace", "Show exactly what a search or context call served.")
-    p.add_argument("id", help="a trace id (printed by search and context)")
-    p.add_argument("--as", dest="principal", metavar="PRINCIPAL",
-                   help="the principal who made the call (a trace is theirs alone)")
-    p.add_argument("--json", action="store_true", help="print the documented JSON instead of text")
 
-    p = cmd("eval", "Evaluate retrieval on the golden set or a BEIR directory (nDCG@10, recall@10/100, MRR@10).")
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--golden", metavar="FILE", help="golden queries YAML (e.g. sample_corpus/golden.yaml)")
-    src.add_argument("--beir", metavar="DIR", help="a BEIR-format directory (corpus.jsonl, queries.jsonl, qrels/)")
-    p.add_argument("--split", default="test", help="BEIR qrels split (default test)")
-    p.add_argument("--pipeline", nargs="+", metavar="NAME",
-                   help="pipelines: bm25, fts, dense, hybrid, hybrid-rrf, hybrid-nopriors (default: bm25 dense hybrid)")
-    p.add_argument("--compare", nargs=2, metavar=("A", "B"), help="list queries whose top 3 differ between A and B")
-    p.add_argument("--cache", metavar="FILE", help="BEIR embedding cache (default ~/.cache/workbench/eval.duckdb)")
-    p.add_argument("--json", action="store_true", help="print the documented JSON instead of text")
-
-    p = cmd("index", "Prepare retrieval now: citation authority, lexical index, embeddings of new text.")
-    p.add_argument("--progress", action="store_true", help="report embedding progress on stderr")
-    p.add_argument("--json", action="store_true", help="print the documented JSON instead of text")
-
+def _filters(kind, tag, owner, updated_since, dense_weight, min_confidence) -> dict:
+    return {"kind": values(kind), "tag": values(tag), "owner": values(owner), "updated_since": updated_since,
+            "dense_weight": dense_weight, "min_confidence": min_confidence}
 
 
 def _progress(stage: str, done: int, total: int) -> None:
@@ -88,50 +62,64 @@ def _fmt(v) -> str:
     return f"{v:.3f}" if isinstance(v, float) else str(v)
 
 
-def _filters(args) -> dict:
-    return {"kind": args.kind, "tag": args.tag, "owner": args.owner, "updated_since": args.updated_since,
-            "dense_weight": args.dense_weight, "min_confidence": args.min_confidence}
-
-
-@command("search")
-def _search(args):
-    with _open(args) as wb:
-        result = wb.search(args.query, principal=args.principal, k=args.k, pipeline=args.pipeline,
-                           lexical=args.lexical, fusion=args.fusion, dense=args.dense, scope=args.scope,
-                           min_score=args.min_score, reranker=args.rerank, allow_secret=args.allow_secret,
-                           **_filters(args))
-    if args.json:
+@command("search", "Hybrid search over the fragments a principal can see.",
+         "workbench search \"charged twice when the client retries\" --as agent.nw-coder --explain")
+@retrieval_options
+@click.option("-k", "k", type=INT, default=10, help="number of hits (default 10)")
+@click.option("--lexical", default="bm25", help="lexical backend: bm25 (default; bm25s is an alias) or duckdb-fts",
+              shell_complete=_complete(("bm25", "duckdb-fts")))
+@click.option("--fusion", default="weighted", help="fusion: weighted (default) or rrf",
+              shell_complete=_complete(("weighted", "rrf")))
+@click.option("--dense", default="numpy", help="dense path: numpy (default, exact) or duckdb (exact SQL scan)",
+              shell_complete=_complete(("numpy", "duckdb")))
+@click.option("--explain", is_flag=True, help="show each hit's score breakdown and stage timings")
+@click.option("--min-confidence", type=FLOAT, metavar="C",
+              help="drop hits whose calibrated confidence is below C, 0..1 (default: keep all; pins stay)")
+def search(query, principal, scope, pipeline, min_score, rerank, allow_secret, kind, tag, owner, updated_since,
+           dense_weight, as_json, k, lexical, fusion, dense, explain, min_confidence):
+    with open_workbench() as wb:
+        result = wb.search(query, principal=principal, k=k, pipeline=pipeline, lexical=lexical, fusion=fusion,
+                           dense=dense, scope=scope, min_score=min_score, reranker=rerank, allow_secret=allow_secret,
+                           **_filters(kind, tag, owner, updated_since, dense_weight, min_confidence))
+    if as_json:
         emit_json(result.to_dict())
         return
     cols = ["#", "id", "kind", "title", "score", "conf"]
-    extra = (["lexical", "dense", "coverage", "fused", "freshness", "authority", "pinned"] if args.explain
-             else ["scope"])
+    extra = ["lexical", "dense", "coverage", "fused", "freshness", "authority", "pinned"] if explain else ["scope"]
 
     def row(h):
         title = h.fragment.title if not h.superseded_by else f"{h.fragment.title} [{h.superseded_label()}]"
-        base = [str(h.rank), h.id, h.fragment.kind, title, _fmt(h.score), "…" if h.confidence is None else f"{h.confidence:.2f}"]
-        return base + ([_fmt(h.scores.get(c)) for c in extra] if args.explain else [str(h.fragment.scope)])
+        base = [str(h.rank), h.id, h.fragment.kind, title, _fmt(h.score),
+                "…" if h.confidence is None else f"{h.confidence:.2f}"]
+        return base + ([_fmt(h.scores.get(c)) for c in extra] if explain else [str(h.fragment.scope)])
 
-    print(table(cols + extra, (row(h) for h in result.hits), max_width=48) if result.hits else "no hits")
+    print(table(cols + extra, (row(h) for h in result.hits)) if result.hits else "no hits")
     if result.avoid:
         print("\navoid (anti-patterns that match):")
-        print(table(cols + extra, (row(h) for h in result.avoid), max_width=48))
+        print(table(cols + extra, (row(h) for h in result.avoid)))
     for h in [*result.hits, *result.avoid]:
         if h.superseded_by:
             print(f"\n{h.id} is {h.superseded_label()}")
-    if args.explain:
+    if explain:
         print("\nstages (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in result.stages_ms.items()))
         print("settings: " + ", ".join(f"{k}={v}" for k, v in result.settings.items() if k != "half_life_days"))
     print(f"\ntrace {result.trace_id or 'not stored (read-only workspace)'}")
 
 
-@command("context")
-def _context(args):
-    with _open(args) as wb:
-        result = wb.context(args.query, principal=args.principal, budget=args.budget, scope=args.scope,
-                            pipeline=args.pipeline, min_score=args.min_score, reranker=args.rerank,
-                            allow_secret=args.allow_secret, **_filters(args))
-    if args.json:
+@command("context", "Compose budgeted, cited context for an agent: pins, ranked fragments, then 'avoid'.",
+         "workbench context \"how do I roll back a bad deploy\" --as dan.kowalski --budget 1500")
+@retrieval_options
+@click.option("--budget", type=INT, default=3200, help="token budget (default 3200, model tokenizer)")
+@click.option("--min-confidence", type=FLOAT, metavar="C",
+              help="leave out fragments whose calibrated confidence is below C, 0..1 (default: confidence_floor "
+                   "of workbench.yaml, else the calibrated floor; pins always stay)")
+def context(query, principal, scope, pipeline, min_score, rerank, allow_secret, kind, tag, owner, updated_since,
+            dense_weight, as_json, budget, min_confidence):
+    with open_workbench() as wb:
+        result = wb.context(query, principal=principal, budget=budget, scope=scope, pipeline=pipeline,
+                            min_score=min_score, reranker=rerank, allow_secret=allow_secret,
+                            **_filters(kind, tag, owner, updated_since, dense_weight, min_confidence))
+    if as_json:
         emit_json(result.to_dict())
         return
     print(result.text())
@@ -139,11 +127,15 @@ def _context(args):
           f"{len(result.avoid)} to avoid, {len(result.omitted)} omitted; trace {result.trace_id or 'not stored'} -->")
 
 
-@command("trace")
-def _trace(args):
-    with _open(args) as wb:
-        data = wb.trace(args.id, principal=args.principal)
-    if args.json:
+@command("trace", "Show exactly what a search or context call served.",
+         "workbench trace tr_20261130051123_6f1ea3e7 --as dan.kowalski")
+@click.argument("id")
+@as_option("the principal who made the call (a trace is theirs alone)")
+@json_option()
+def trace(id, principal, as_json):
+    with open_workbench() as wb:
+        data = wb.trace(id, principal=principal)
+    if as_json:
         emit_json(data)
         return
     print(f"trace {data['trace_id']} ({data['kind']}) at {data['created_at']} by {data['principal']}"
@@ -159,20 +151,39 @@ def _trace(args):
         print(f"({data['hidden']} served items are outside your scope and hidden)")
 
 
-@command("eval")
-def _eval(args):
+@command("eval", "Evaluate retrieval on the golden set or a BEIR directory (nDCG@10, recall@10/100, MRR@10).",
+         "workbench eval --golden sample_corpus/golden.yaml --pipeline bm25 dense hybrid --compare bm25 hybrid")
+@click.option("--golden", metavar="FILE", help="golden queries YAML (e.g. sample_corpus/golden.yaml)")
+@click.option("--beir", metavar="DIR", help="a BEIR-format directory (corpus.jsonl, queries.jsonl, qrels/)")
+@click.option("--split", default="test", help="BEIR qrels split (default test)")
+@click.option("--pipeline", cls=MultiValueOption, metavar="NAME...", shell_complete=_complete(PIPELINES),
+              help="pipelines, space-separated or repeated: bm25, fts, dense, hybrid, hybrid-rrf, hybrid-nopriors "
+                   "(default: bm25 dense hybrid)")
+@click.option("--compare", nargs=2, metavar="A B", help="list queries whose top 3 differ between A and B")
+@click.option("--cache", metavar="FILE", help="BEIR embedding cache (default ~/.cache/workbench/eval.duckdb)")
+@json_option()
+def eval_(golden, beir, split, pipeline, compare, cache, as_json):
     from ..service import Workbench
 
-    compare = tuple(args.compare) if args.compare else None
-    if args.golden:
-        with _open(args) as wb:
-            report = wb.eval_golden(args.golden, pipelines=args.pipeline, compare=compare)
+    if golden and beir:
+        raise click.UsageError("argument --beir: not allowed with argument --golden")
+    if not golden and not beir:
+        raise click.UsageError("one of the arguments --golden --beir is required")
+    pipelines = values(pipeline)
+    compare = tuple(compare) if compare else None
+    if golden:
+        with open_workbench() as wb:
+            report = wb.eval_golden(golden, pipelines=pipelines, compare=compare)
     else:
-        report = Workbench.eval_beir(args.beir, split=args.split, pipelines=args.pipeline, compare=compare,
-                                     cache=args.cache, progress=_progress if sys.stderr.isatty() else None)
-    if args.json:
+        report = Workbench.eval_beir(beir, split=split, pipelines=pipelines, compare=compare, cache=cache,
+                                     progress=_progress if sys.stderr.isatty() else None)
+    if as_json:
         emit_json(report)
         return
+    _print_eval(report, compare)
+
+
+def _print_eval(report: dict, compare: tuple[str, str] | None) -> None:
     names = [n for n in report if n != "compare"]
     metrics = ["ndcg@10", "recall@10", "recall@100", "mrr@10", "queries"]
     if any(report[n].get("negatives") for n in names):
@@ -193,57 +204,21 @@ def _eval(args):
         a, b = compare
         print(f"\n{len(report['compare'])} queries whose top 3 differ between {a} and {b}:")
         for item in report["compare"]:
-            print(f"- {item['query_id']}: {item['query']}\n    {a}: {', '.join(item[a])}\n    {b}: {', '.join(item[b])}")
+            print(f"- {item['query_id']}: {item['query']}\n    {a}: {', '.join(item[a])}\n"
+                  f"    {b}: {', '.join(item[b])}")
 
 
-@command("index")
-def _index(args):
-    with _open(args) as wb:
-        data = wb.warm(progress=_progress if args.progress else None)
-    if args.json:
+@command("index", "Prepare retrieval now: citation authority, lexical index, embeddings of new text.",
+         "workbench index --progress")
+@click.option("--progress", is_flag=True, help="report embedding progress on stderr")
+@json_option()
+def index(progress, as_json):
+    with open_workbench() as wb:
+        data = wb.warm(progress=_progress if progress else None)
+    if as_json:
         emit_json(data)
     else:
         print(f"index ready: {data['fragments']} fragments, {data['embedded']} newly embedded")
 
 
-def add_bench_command(sub: argparse._SubParsersAction) -> None:
-    help = "Benchmark search latency on a synthetic workspace, against the DuckDB-native path."
-    p = sub.add_parser("bench", help=help, description=help)
-    p.add_argument("--fragments", type=int, default=1000, metavar="N", help="synthetic fragments (default 1000)")
-    p.add_argument("--queries", type=int, default=100, metavar="Q", help="queries to time (default 100)")
-    p.add_argument("--keep", metavar="DIR", help="build the workspace in DIR and keep it")
-    p.add_argument("--json", action="store_true", help="print the documented JSON instead of text")
-
-
-@command("bench")
-def _bench(args):
-    from pathlib import Path
-
-    from ..benchmark import run
-    from ..errors import UserError
-
-    if args.fragments < 10 or args.queries < 1:
-        raise UserError("--fragments must be at least 10 and --queries at least 1")
-    result = run(args.fragments, queries=args.queries, workdir=Path(args.keep) if args.keep else None,
-                 progress=lambda msg: print(f"bench: {msg}", file=sys.stderr, flush=True))
-    if args.json:
-        emit_json(result)
-        return
-    print(f"{result['fragments']} fragments, {result['queries']} queries as 'agent' "
-          f"(sees {result['visible_share']:.0%} of the workspace)")
-    rows = [["search (end to end)", result["search_ms"]["p50"], result["search_ms"]["p95"],
-             result["baseline_search_ms"]["p50"], result["baseline_search_ms"]["p95"]]]
-    for stage, v in result["stages_ms"].items():
-        b = result["baseline_stages_ms"][stage]
-        rows.append([stage, v["p50"], v["p95"], b["p50"], b["p95"]])
-    print(table(["stage (ms)", "p50", "p95", "duckdb p50", "duckdb p95"], ([str(c) for c in r] for r in rows)))
-    print(f"\nspeed-up at p50 vs DuckDB-native: {result['speedup_p50']}x")
-    for key in ("ingest_fragments_per_s", "reingest_unchanged_s", "index_build_s", "edit_rebuild_index_ms",
-                "lexical_rebuild_ms", "peak_rss_mb"):
-        print(f"{key}: {result[key]}")
-    print(f"dense paths: {result['dense_paths']}")
-    paint = dict(result["tui_first_paint_s"])
-    flow = paint.pop("flow", None)
-    print(f"TUI first paint: {paint}")
-    if flow:
-        print(f"TUI flow (first search after launch, open after 10 s idle, quit): {flow}")
+COMMANDS = [search, context, trace, eval_, index]

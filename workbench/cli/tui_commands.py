@@ -1,41 +1,38 @@
-"""Command definitions for the TUI: `tui` (and `workbench` alone, on a terminal) and `serve`."""
+"""Commands for the TUI: `tui` (and `workbench` alone, on a terminal) and `serve`."""
 
 from __future__ import annotations
 
-import argparse
+import click
 
-from .main import command
-
-
-def add_tui_commands(sub: argparse._SubParsersAction) -> None:
-    help = "Open the terminal UI on the workspace (also what `workbench` alone does on a terminal)."
-    p = sub.add_parser("tui", help=help, description=help)
-    p.add_argument("--as", dest="principal", metavar="USER",
-                   help="act as this principal (default: $WORKBENCH_PRINCIPAL, else default_principal)")
-    help = "Serve the same terminal UI in a browser through textual-serve, bound to 127.0.0.1."
-    p = sub.add_parser("serve", help=help, description=help)
-    p.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (default 8000)")
-    p.add_argument("--as", dest="principal", metavar="USER", help="the principal the served UI acts as")
+from .options import INT, PRINCIPAL_DEFAULT, as_option, command, workspace
 
 
-@command("tui")
-def _tui(args):
+@command("tui", "Open the terminal UI on the workspace (also what `workbench` alone does on a terminal).",
+         "workbench tui --as marco.bianchi")
+@as_option(f"act as this principal {PRINCIPAL_DEFAULT}", metavar="USER")
+def tui(principal):
     from ..tui.app import end_process, run
 
-    run(args.workspace, args.principal)
+    run(workspace(), principal)
     end_process(0)  # the screen is restored and the workspace closed: do not wait for daemon jobs
 
 
-@command("serve")
-def _serve(args):
+@command("serve", "Serve the same terminal UI in a browser through textual-serve, bound to 127.0.0.1.",
+         "workbench serve --port 8000 --as marco.bianchi")
+@click.option("--port", type=INT, default=8000, help="port on 127.0.0.1 (default 8000)")
+@as_option("the principal the served UI acts as", metavar="USER")
+def serve(port, principal):
     from ..config import CONFIG_NAME, WorkspaceConfig, resolve_workspace
     from ..errors import UserError, WorkspaceMissing
-    from ..tui.serve import serve
+    from ..tui.serve import serve as serve_ui
 
-    if not 0 < args.port < 65536:
-        raise UserError(f"--port {args.port} is not a port number")
-    root = resolve_workspace(args.workspace)
+    if not 0 < port < 65536:
+        raise UserError(f"--port {port} is not a port number")
+    root = resolve_workspace(workspace())
     if not (root / CONFIG_NAME).is_file():
         raise WorkspaceMissing(f"no workspace at {root} (run `workbench init` first)")
-    WorkspaceConfig.load(root / CONFIG_NAME).principal(args.principal)  # an unknown --as fails here, not in the page
-    serve(root, args.principal, port=args.port)
+    WorkspaceConfig.load(root / CONFIG_NAME).principal(principal)  # an unknown --as fails here, not in the page
+    serve_ui(root, principal, port=port)
+
+
+COMMANDS = [tui, serve]

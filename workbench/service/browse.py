@@ -1,11 +1,11 @@
-"""Light listings for browsing (the TUI's tables): rows without bodies, with stale and
+"""The read model for browsing (the TUI tables): rows without bodies, with stale and
 pin badges and scope-tree counts, filtered by what the principal may see.
 
 The read model behind the Browse screen, kept free of Textual so it can be tested alone:
 the scope tree and what each of its nodes shows (``Branch``: a node's count is exactly the
-rows it shows), the filtered rows (``rows``), the forgiving owner/kind match (``matching``),
-short labels for tables (``age``, ``short_id``, ``scope_label``) and the scopes a lead may pin
-a fragment in (``pin_scopes``). No I/O here.
+rows it shows), the filtered rows (``rows``), the forgiving owner/kind match (``matching``) and the scopes a
+lead may pin a fragment in (``pin_scopes``). No I/O here; how a cell looks (ages, clipped ids,
+scope labels) is the faces' (tui/format.py).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from ..models import Principal, Scope
 
 STALE_DAYS = 180
 ORG_WIDE = "(org-wide)"     # the tree branch of an org's fragments that name no repo
-ID_WIDTH = 18               # ids longer than this are cut with "…" in tables
 
 
 @dataclass(frozen=True)
@@ -73,40 +72,6 @@ def scope_tree(items: list[Summary]) -> dict[str, Any]:
         if s.scope.persona:
             repo["personas"][s.scope.persona] = repo["personas"].get(s.scope.persona, 0) + 1
     return tree
-
-
-def age(ts: datetime | None, now: datetime) -> str:
-    """A short, human age: today, 12d, 5mo, 2y."""
-    if ts is None:
-        return "-"
-    days = (now - ts).days
-    if days < 1:
-        return "today"
-    if days < 60:
-        return f"{days}d"
-    if days < 730:
-        return f"{days // 30}mo"
-    return f"{days // 365}y"
-
-
-def short_id(fid: str, width: int = ID_WIDTH) -> str:
-    """The id cut to ``width`` characters with "…" (tables show the full id elsewhere)."""
-    return clip(fid, width)
-
-
-def clip(text: str, width: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[:max(width - 1, 0)] + "…"
-
-
-def scope_label(scope: Scope, orgs: tuple[str, ...] | list[str] = ()) -> str:
-    """A short scope for a table cell: ``repo/@persona/#session``, led by the org unless the
-    viewer belongs to that org alone; a scope of the whole org reads "org-wide"."""
-    lower = [p for p in (scope.repo, scope.persona and "@" + scope.persona,
-                         scope.session and "#" + scope.session) if p]
-    if len(orgs) == 1 and scope.org in orgs:
-        return "/".join(lower) or "org-wide"
-    return "/".join([scope.org, *lower]) if lower else f"{scope.org} (org-wide)"
 
 
 @dataclass(frozen=True)

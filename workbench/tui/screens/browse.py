@@ -19,7 +19,8 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Checkbox, DataTable, Input, Static, Tree
 
-from ...service.browse import ORG_WIDE, Branch, age, clip, matching, rows, scope_label, scope_tree, short_id
+from ...service.browse import ORG_WIDE, Branch, matching, rows, scope_tree
+from ..format import age, clip, scope_label, short_id
 from .base import WbScreen
 from .rowactions import ROW_ACTIONS, RowActions, RowFragment, row_bindings
 

@@ -18,7 +18,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Input, Static
 
-from ...service.browse import clip, scope_label
+from ..format import clip, scope_label
 from ..messages import plain
 from .base import WbScreen
 from .rowactions import RowActions, RowFragment, row_bindings
