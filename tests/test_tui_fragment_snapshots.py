@@ -21,7 +21,7 @@ WRITTEN_AT = datetime(2026, 11, 30, 11, 0)
 
 @pytest.fixture
 def wb(sample_workspace, monkeypatch):
-    monkeypatch.setattr("workbench.service.utcnow", lambda: WRITTEN_AT)
+    monkeypatch.setattr("workbench.service.fragments.utcnow", lambda: WRITTEN_AT)
     with Workbench.open(sample_workspace) as bench:
         yield bench
 
