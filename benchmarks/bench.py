@@ -131,7 +131,9 @@ def seed_vectors(wb, pool: list[np.ndarray], seed: int = 7) -> None:
 
 
 def run(n: int, *, queries: int = 100, workdir: Path | None = None, progress: Callable[[str], None] | None = None,
-        keep: bool = False) -> dict[str, Any]:
+        keep: bool = False, tui_runs: int = 3, idle_s: float = 10.0) -> dict[str, Any]:
+    """The benchmark at ``n`` fragments (see the module docstring); ``tui_runs`` and ``idle_s`` set
+    how many times the TUI probes run and how long the "open after idle" spell lasts."""
     from workbench.service import Workbench
 
     say = progress or (lambda msg: None)
@@ -178,9 +180,9 @@ def run(n: int, *, queries: int = 100, workdir: Path | None = None, progress: Ca
             dense_paths = dense_comparison(rebuilt, wb, n)
             wb.warm()  # as `workbench index` leaves it (and the TUI, once its model has loaded)
         say("TUI first paint")
-        paint = first_paint(ws, "lead0")
+        paint = first_paint(ws, "lead0", runs=tui_runs)
         say("TUI: first search after launch, open after idle, quit")
-        paint["flow"] = tui_flow(ws, "lead0", texts[0], first.id)
+        paint["flow"] = tui_flow(ws, "lead0", texts[0], first.id, runs=tui_runs, idle_s=idle_s)
         ours_p50, base_p50 = ours["search_ms"]["p50"], base["search_ms"]["p50"]
         return {
             "fragments": n, "queries": len(texts), "principal": "agent", "visible_share": ours["visible_share"],
@@ -215,7 +217,8 @@ def first_paint(workspace: Path, principal: str, runs: int = 3) -> dict[str, Any
     return {"median_s": round(float(np.median(times)), 3), "max_s": round(max(times), 3), "rows": rows}
 
 
-def tui_flow(workspace: Path, principal: str, query: str, fragment_id: str, runs: int = 3) -> dict[str, Any]:
+def tui_flow(workspace: Path, principal: str, query: str, fragment_id: str, runs: int = 3,
+             idle_s: float = 10.0) -> dict[str, Any]:
     """`python benchmarks/firstpaint.py WS PRINCIPAL --full QUERY ID`, as a user would use the TUI
     (model loading in the background): seconds from spawn to the first search result, to open a
     fragment after 10 s idle, and from pressing quit to the process's end; medians of ``runs``."""
@@ -226,7 +229,7 @@ def tui_flow(workspace: Path, principal: str, query: str, fragment_id: str, runs
     found: dict[str, list[float]] = {"first_search_s": [], "open_after_idle_s": [], "open_after_idle_settled_s": [],
                                      "quit_s": []}
     for _ in range(runs):
-        env = {**os.environ, "WORKBENCH_PROBE_T0": repr(time.time())}
+        env = {**os.environ, "WORKBENCH_PROBE_T0": repr(time.time()), "WORKBENCH_PROBE_IDLE_S": repr(idle_s)}
         proc = subprocess.Popen([sys.executable, str(FIRSTPAINT), str(workspace), principal,
                                  "--full", query, fragment_id], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, env=env)

@@ -53,16 +53,31 @@ def wb(workspace: Path):
         yield bench
 
 
-@pytest.fixture(scope="session")
-def sample_workspace_template(tmp_path_factory) -> Path:
-    """The sample corpus ingested once per test session; copy it before changing it."""
+def _build_sample(root: Path) -> None:
     from workbench import Workbench
 
-    root = tmp_path_factory.mktemp("sample") / "ws"
     with Workbench.init(root, config=CONFIG) as bench:
         report = bench.ingest([SAMPLE / "fragments"], actor="kb.sync")
         assert not report.errors, report.errors
-        bench.warm()  # embeddings and authority, once per test session
+        bench.warm()  # embeddings, authority and the FTS index, once per test run
+
+
+@pytest.fixture(scope="session")
+def sample_workspace_template(tmp_path_factory, worker_id) -> Path:
+    """The sample corpus ingested once per test run (under xdist, by the first worker that needs
+    it, the others wait for it and then read it); copy it before changing it."""
+    if worker_id == "master":
+        root = tmp_path_factory.mktemp("sample") / "ws"
+        _build_sample(root)
+        return root
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp().parent  # one folder per run, shared by its workers
+    root, done = shared / "sample-template" / "ws", shared / "sample-template.done"
+    with FileLock(str(shared / "sample-template.lock")):
+        if not done.exists():
+            _build_sample(root)
+            done.touch()
     return root
 
 
@@ -130,9 +145,33 @@ def cli_process():
 
 
 @pytest.fixture(scope="session")
-def sample_wb(sample_workspace_template):
-    """A read-mostly open sample workspace shared by a test session (tests must not edit it)."""
+def sample_wb(sample_workspace_template, tmp_path_factory):
+    """A read-mostly open sample workspace shared by a test session (tests must not edit it): a
+    copy of the template, which other workers read at the same time."""
     from workbench import Workbench
 
-    with Workbench.open(sample_workspace_template) as bench:
+    target = tmp_path_factory.mktemp("sample-wb") / "ws"
+    shutil.copytree(sample_workspace_template, target)
+    with Workbench.open(target) as bench:
         yield bench
+
+
+PROCESS_FILES = {"test_packaging.py", "test_crash_and_busy.py", "test_mcp.py", "test_mcp_wire.py",
+                 "test_readonly.py"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Marks by file: every test of the TUI face is ``tui``; the files about whole processes (the
+    installed wheel, kills, MCP stdio clients, notebooks, read-only mounts) are ``process``.
+    ``make test-fast`` leaves both out (and ``slow``); ``make test`` runs everything."""
+    for item in items:
+        if item.path.name.startswith("test_tui"):
+            item.add_marker(pytest.mark.tui)
+        if item.path.name in PROCESS_FILES or "cli_process" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.process)
+
+
+def examples(n: int) -> int:
+    """Hypothesis examples for a property: ``n`` in ``make test``; a quarter under ``make test-fast``
+    (WORKBENCH_TEST_EXAMPLES=0.25), never fewer than 5."""
+    return max(5, round(n * float(os.environ.get("WORKBENCH_TEST_EXAMPLES", "1"))))

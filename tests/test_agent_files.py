@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from llms_txt import parse_llms_file
 from markdown_it import MarkdownIt
 
-from conftest import write_fragment
+from conftest import write_fragment, examples
 from workbench import Workbench
 from workbench.errors import UserError
 from workbench.export.headings import demote
@@ -160,7 +160,7 @@ LINES = ["# H1", "## H2 ##", "### H3", "#nospace", "  ## indented", "    # code"
          "    - deeper", "- ```", "  ```", "  # in an item", "10. ten", "=", "  ===="]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.sampled_from(LINES), min_size=1, max_size=10), st.integers(min_value=1, max_value=5))
 def test_demote_leaves_no_heading_at_or_above_the_level(lines, level):
     text = "\n".join(lines)

@@ -25,7 +25,7 @@ def load(name: str, folder: Path = BENCHMARKS):
 @pytest.mark.slow
 def test_bench_run_reports_the_documented_fields(tmp_path):
     said: list[str] = []
-    data = load("bench").run(60, queries=3, workdir=tmp_path / "bench", progress=said.append)
+    data = load("bench").run(60, queries=3, workdir=tmp_path / "bench", progress=said.append, tui_runs=1, idle_s=1.0)
     assert {"fragments", "search_ms", "stages_ms", "baseline_search_ms", "speedup_p50", "ingest_fragments_per_s",
             "peak_rss_mb"} <= set(data)
     assert set(data["stages_ms"]) == {"embed", "lexical", "dense", "fusion", "compose"}

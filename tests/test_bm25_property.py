@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import bm25s
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -111,7 +112,7 @@ FIVE_CASE = Case(FIVE, [True, False, True, True, False],
                  sorted({t for d in FIVE for t in d}))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(cases())
 @example(FIVE_CASE)
 def test_bm25_scores_and_rankings_equal_bm25s(case):
@@ -140,7 +141,7 @@ def _texts(words: list[str]):
         lambda pairs: "".join(w + s for w, s in pairs))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(texts=st.lists(_texts(TEXT_WORDS), min_size=1, max_size=10), data=st.data())
 def test_lexical_backend_scores_equal_bm25s_on_the_same_tokens(texts, data):
     mask = np.array(data.draw(st.lists(st.booleans(), min_size=len(texts), max_size=len(texts))), dtype=bool)

@@ -137,6 +137,7 @@ def test_ingest_with_a_bad_file_exits_2_but_imports_the_rest(ws, cli, tmp_path):
     assert out["added"] == 1 and out["errors"][0]["file"].endswith("bad.md")
 
 
+@pytest.mark.process
 def test_workspace_location_precedence(tmp_path, cli):
     env_ws, flag_ws = tmp_path / "env", tmp_path / "flag"
     assert cli("init", env={"WORKBENCH_HOME": str(env_ws)}).returncode == 0

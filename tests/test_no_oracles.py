@@ -22,7 +22,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import CONFIG, SAMPLE
+from conftest import CONFIG, SAMPLE, examples
 
 NOW = datetime(2026, 6, 1, 12, 0, 0)
 ONCE_IN_A = "NWPAY-3107"        # named by exactly one northwind fragment (nw-note-3ds-exemptions)
@@ -108,14 +108,16 @@ def _workspace(root: Path, hostile: bool, vectors: dict | None) -> Path:
 
 
 @pytest.fixture(scope="module")
-def twins(tmp_path_factory):
+def twins(tmp_path_factory, sample_workspace_template):
     """(quiet, hostile): workspaces identical in northwind, different in tidewater."""
     from workbench import Workbench
 
-    quiet = _workspace(tmp_path_factory.mktemp("quiet"), hostile=False, vectors=None)
-    with Workbench.open(quiet) as wb:
+    template = tmp_path_factory.mktemp("template") / "ws"
+    shutil.copytree(sample_workspace_template, template)   # the same texts: their vectors are stored there
+    with Workbench.open(template) as wb:
         index = wb.search_index()
         vectors = dict(zip(index.hashes, index.vectors()))
+    quiet = _workspace(tmp_path_factory.mktemp("quiet"), hostile=False, vectors=vectors)
     hostile = _workspace(tmp_path_factory.mktemp("hostile"), hostile=True, vectors=vectors)
     return quiet, hostile
 
@@ -181,7 +183,7 @@ def test_a_principal_observes_nothing_of_another_orgs_fragments(twins):
 
 # -- BM25 over a mask ----------------------------------------------------------------------
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.data())
 def test_masked_bm25_equals_bm25_built_over_the_visible_documents(data):
     from workbench.rank.bm25 import BM25Matrix

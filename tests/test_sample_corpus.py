@@ -16,8 +16,12 @@ CORPUS_DATE = datetime(2026, 11, 30)  # the corpus was written as of this day
 
 
 @pytest.fixture(scope="module")
-def corpus(sample_workspace_template):
-    with Workbench.open(sample_workspace_template) as bench:
+def corpus(sample_workspace_template, tmp_path_factory):
+    import shutil
+
+    target = tmp_path_factory.mktemp("corpus") / "ws"
+    shutil.copytree(sample_workspace_template, target)   # other workers read the template meanwhile
+    with Workbench.open(target) as bench:
         yield bench, bench.store.fragments()
 
 

@@ -11,7 +11,7 @@ import itertools
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from conftest import CONFIG
+from conftest import CONFIG, examples
 from workbench import Workbench
 from workbench.errors import NotFound
 from workbench.models import Principal, Scope
@@ -77,7 +77,7 @@ principals = st.builds(
     sessions=st.lists(st.sampled_from(SESSIONS), unique=True, max_size=2))
 
 
-@settings(max_examples=75, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(75), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(principal=principals)
 def test_no_read_path_leaks(scoped, principal):
     expected = {fid(s) for s in all_scopes() if oracle(principal, s, OWNERS[s.org])}
@@ -103,7 +103,7 @@ def test_no_read_path_leaks(scoped, principal):
 WORDS = ["deploys", "shared", "words", "note", "about", "rollback", "kafka", "northwind", "tidewater", "repo"]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(principal=principals, words=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
        k=st.integers(1, 40), pipeline=st.sampled_from(["hybrid", "bm25", "dense"]))
 def test_search_context_and_traces_never_leak(scoped, principal, words, k, pipeline):

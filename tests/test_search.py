@@ -11,7 +11,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import SAMPLE
+from conftest import SAMPLE, examples
 from workbench import Workbench
 from workbench.errors import NotFound, PermissionDenied, UserError
 from workbench.retrieval.embedder import count_tokens
@@ -380,7 +380,7 @@ FILTER_TAGS = ["payments", "kafka", "ledger", "postgres", "pgbouncer", "deploy",
 FILTER_OWNERS = ["marco.bianchi", "dan.kowalski", "priya.raman", "raj.patel", "lena.fischer", "emma.novak"]
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(who=st.sampled_from(["grace.kim", "marco.bianchi", "agent.tw-ops", "hannah.lee"]),
        kinds=st.lists(st.sampled_from(["decision", "runbook", "code", "policy", "note", "session-summary"]),
                       unique=True, max_size=3),
