@@ -93,6 +93,26 @@ def test_no_import_cycles_between_subpackages():
     assert ("workbench.service", "workbench.store") in _subpackage_cycles(graph)  # the check can see one
 
 
+def _module_cycles(graph) -> list[tuple[str, str]]:
+    """Pairs of workbench modules that import each other, directly or through others (lazy imports
+    inside functions count: they are cycles a reader must hold in mind too)."""
+    found = []
+    for a in sorted(graph.modules):
+        for b in graph.find_modules_directly_imported_by(a):
+            if b.startswith("workbench") and graph.find_shortest_chain(importer=b, imported=a):
+                found.append(tuple(sorted((a, b))))
+    return sorted(set(found))
+
+
+def test_no_import_cycles_between_modules():
+    import grimp
+
+    graph = grimp.build_graph("workbench", cache_dir=None)
+    assert _module_cycles(graph) == []
+    graph.add_import(importer="workbench.tui.format", imported="workbench.tui.screens.diff")
+    assert _module_cycles(graph)  # the check can see one
+
+
 def test_no_runtime_downloads_in_the_package():
     pattern = re.compile(r"huggingface\.co|hf_hub_download|INSTALL\s+(vss|fts)|tiktoken\.get_encoding")
     offenders = [str(p) for p in (ROOT / "workbench").rglob("*.py") if pattern.search(p.read_text())]

@@ -8,6 +8,13 @@ from datetime import datetime
 from ..models import Scope
 
 ID_WIDTH = 18               # ids longer than this are cut with "…" in tables
+LOADING = "loading…"        # what a pane shows until its job delivers
+
+
+def version_line(v) -> str:
+    """One version, for pickers and detail lines: number, author, time and reason."""
+    reason = "(withheld: written in a scope you cannot see)" if v.hidden else v.reason
+    return f"v{v.number} · {v.author} · {v.created_at:%Y-%m-%d %H:%M} · {reason}"
 
 
 def age(ts: datetime | None, now: datetime) -> str:

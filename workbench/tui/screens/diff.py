@@ -17,7 +17,7 @@ from textual.widgets import Button, Footer, Input, Label, OptionList, Select, St
 
 from ...errors import WorkbenchError
 from .conflict import coloured_diff
-from .fragment import LOADING, version_line
+from ..format import LOADING, version_line
 
 LETTER_ACTIONS = {"pick_from", "pick_to", "swap"}
 

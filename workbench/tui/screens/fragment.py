@@ -18,9 +18,7 @@ from textual.widgets import DataTable, Markdown, Static
 
 from ...errors import Conflict, WorkbenchError
 from .base import WbScreen
-
-LOADING = "loading…"
-
+from ..format import LOADING, version_line
 
 def load_fragment(wb, fragment_id: str, principal):
     """The fragment, its history and what supersedes it: one job, so the screen fills at once."""
@@ -43,12 +41,6 @@ def fragment_markdown(f) -> str:
         parts.append("**Evidence:**\n\n" + "\n".join(f"- {item}" for item in items))
     parts.append(f.body)
     return "\n\n".join(parts)
-
-
-def version_line(v) -> str:
-    """One version, for pickers and detail lines: number, author, time and reason."""
-    reason = "(withheld: written in a scope you cannot see)" if v.hidden else v.reason
-    return f"v{v.number} · {v.author} · {v.created_at:%Y-%m-%d %H:%M} · {reason}"
 
 
 class FragmentScreen(WbScreen):
