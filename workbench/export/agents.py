@@ -249,20 +249,20 @@ def check_base_url(url: str) -> str:
     from urllib.parse import urlsplit
 
     if not isinstance(url, str) or not url or len(url) > 2000:
-        raise UserError("--base-url must be an http(s) URL of at most 2000 characters")
+        raise UserError("the base URL must be an http(s) URL of at most 2000 characters", param="base_url")
     if re.search(r"[\s\x00-\x1f\x7f<>\"`\\{}|^]", url):
-        raise UserError(f"bad --base-url {url!r}: no whitespace, control characters or <>\"`\\{{}}|^")
+        raise UserError(f"bad base URL {url!r}: no whitespace, control characters or <>\"`\\{{}}|^", param="base_url")
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises on a bad port
     except ValueError as e:
-        raise UserError(f"bad --base-url {url!r}: {e}") from None
+        raise UserError(f"bad base URL {url!r}: {e}", param="base_url") from None
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        raise UserError(f"bad --base-url {url!r}: expected http://HOST/... or https://HOST/...")
+        raise UserError(f"bad base URL {url!r}: expected http://HOST/... or https://HOST/...", param="base_url")
     if parts.username is not None or parts.password is not None:
-        raise UserError(f"bad --base-url {url!r}: no credentials in a published URL")
+        raise UserError(f"bad base URL {url!r}: no credentials in a published URL", param="base_url")
     if parts.query or parts.fragment or "?" in url or "#" in url:
-        raise UserError(f"bad --base-url {url!r}: no query or fragment (links are appended to it)")
+        raise UserError(f"bad base URL {url!r}: no query or fragment (links are appended to it)", param="base_url")
     path = parts.path.replace("(", "%28").replace(")", "%29")
     return f"{parts.scheme.lower()}://{parts.netloc}{path.rstrip('/')}/"
 

@@ -203,7 +203,8 @@ def compare(rankings: dict[str, dict[str, list[str]]], a: str, b: str, queries: 
     """Queries whose top 3 differ between pipelines ``a`` and ``b``."""
     for name in (a, b):
         if name not in rankings:
-            raise UserError(f"--compare {name!r} was not among the pipelines run ({', '.join(rankings)})")
+            raise UserError(f"the compared pipeline {name!r} was not among those run ({', '.join(rankings)})",
+                            param="compare")
     out = []
     for qid, ranked_a in rankings[a].items():
         ranked_b = rankings[b].get(qid, [])

@@ -61,7 +61,7 @@ def _values(name: str, value: str | Iterable[str] | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def parse_date(value: date | str | None, option: str = "--updated-since") -> date | None:
+def parse_date(value: date | str | None, param: str = "updated_since") -> date | None:
     if value is None or (isinstance(value, date) and not isinstance(value, datetime)):
         return value
     if isinstance(value, datetime):
@@ -71,7 +71,7 @@ def parse_date(value: date | str | None, option: str = "--updated-since") -> dat
             return date.fromisoformat(value.strip())
         except ValueError:
             pass
-    raise UserError(f"{option} must be a date written YYYY-MM-DD, not {value!r}")
+    raise UserError(f"the date must be written YYYY-MM-DD, not {value!r}", param=param)
 
 
 def make_filters(*, kind=None, tag=None, owner=None, updated_since=None,
