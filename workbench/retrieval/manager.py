@@ -124,14 +124,10 @@ class IndexManager:
 
     def load_model(self) -> None:
         """Load the embedding model now (a face warming up in the background)."""
-        from .embedder import load_model
-
-        load_model()
+        self.embedder.load()
 
     def model_loaded(self) -> bool:
-        from .embedder import model_loaded
-
-        return model_loaded()
+        return self.embedder.loaded()
 
     def count_tokens(self, text: str) -> int:
         """Tokens in ``text`` as the bundled model counts them."""

@@ -25,6 +25,7 @@ from pathlib import Path
 from ..config import CONFIG_NAME, DB_NAME, DEFAULT_CONFIG, WorkspaceConfig, resolve_workspace
 from ..errors import UserError, WorkspaceMissing
 from ..models import Principal
+from ..retrieval.embedder import Embedder
 from ..retrieval.manager import IndexManager
 from ..store import Store
 from .curation import Curation
@@ -49,7 +50,7 @@ class Workbench:
     """An open workspace. Use ``Workbench.open(path)``; close it (or use ``with``) when done."""
 
     def __init__(self, root: Path, config: WorkspaceConfig, store: Store):
-        self.ws = Workspace(root, config, store, IndexManager(store))
+        self.ws = Workspace(root, config, store, IndexManager(store, Embedder(config.embedder)))
         self.fragments = Fragments(self.ws)
         self.retrieval = Retrieval(self.ws, self.fragments)
         self.evaluation = Evaluation(self.ws, self.retrieval)

@@ -234,7 +234,7 @@ class Retrieval(Feature):
         stored = self.store.put_trace({"id": trace_id, "created_at": now, "kind": kind, "query": query,
                                        "principal": who.name, "scope": str(within) if within else None,
                                        "settings": {**(settings.to_dict() if settings else {}), "model": MODEL_NAME,
-                                                    **(extra or {})},
+                                                    "embedder": self.ws.index.embedder.backend, **(extra or {})},
                                        "served": served})
         return trace_id if stored else None
 
