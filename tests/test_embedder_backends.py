@@ -44,7 +44,8 @@ def test_onnx_agrees_with_torch_on_every_golden_query(both):
 
 def test_onnx_agrees_with_torch_on_every_sample_fragment_batched_and_alone(both, sample_wb):
     onnx, torch = both
-    texts = sample_wb.index.current().texts  # what retrieval embeds: title, anti-pattern fields, body, tags
+    index = sample_wb.index.current()
+    texts = index.texts_of(list(range(len(index.ids))))  # what retrieval embeds: title, anti-pattern fields, body, tags
     assert len(texts) >= 150
     reference = torch.encode(texts)
     batched = onnx.encode(texts)  # padded batches, sorted by length

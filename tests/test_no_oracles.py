@@ -161,7 +161,7 @@ def test_a_principal_observes_nothing_of_another_orgs_fragments(twins):
             assert bm25.document_frequency(token, mask) == 1
             assert _rare_identifier(bm25, QUERIES[0], mask)          # rare among what priya sees
             unmasked = bm25.scores(QUERIES[1])
-            a_scores = {f.id: float(unmasked[i]) for i, f in enumerate(index.fragments)
+            a_scores = {f.id: float(unmasked[i]) for i, f in enumerate(index.fragments_at(range(len(index.ids))))
                         if f.scope.org == "northwind" and unmasked[i] > 0}
             stats[ws] = (bm25.document_frequency(token), dict(wb.store.authority()[1])["nw-note-3ds-exemptions"],
                          a_scores, len(index.ids))
@@ -267,7 +267,7 @@ def test_fts_over_a_mask_equals_fts_over_only_the_visible_documents(fts_wb, tmp_
     alone = Store(tmp_path / "alone.duckdb")
     try:
         visible = np.flatnonzero(mask)
-        alone.build_fts([index.ids[i] for i in visible], [index.texts[i] for i in visible], 1)
+        alone.build_fts([index.ids[i] for i in visible], index.texts_of([int(i) for i in visible]), 1)
         for query in FTS_QUERIES:
             got = fts.scores(query, mask)
             assert not got[~mask].any()

@@ -6,6 +6,7 @@ import json
 import re
 from datetime import timedelta
 
+import numpy as np
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
@@ -267,14 +268,25 @@ def test_cli_trace(sample_workspace, cli):
 def test_an_edit_refreshes_only_what_changed(sample_workspace):
     with Workbench.open(sample_workspace) as wb:
         before = wb.search_index()
-        untouched = before.fragments[before.pos["nw-pol-pci-scope"]]
+        base = before.lexical("bm25").base
+        vectors = before.vectors()
         authority = dict(wb.store.authority()[1])
         wb.edit("nw-rb-deploy-rollback", "## Steps\nRoll back with `nwctl rollback`.", reason="shorter",
                 actor="dan.kowalski")
-        after = wb.search_index()
+        reads, real = [], wb.store.fragments
+        wb.store.fragments = lambda **kw: reads.append(kw.get("ids")) or real(**kw)
+        try:
+            after = wb.search_index()
+        finally:
+            wb.store.fragments = real
         assert after.generation != before.generation
-        assert after.fragments[after.pos["nw-pol-pci-scope"]] is untouched           # reused, not reloaded
-        assert after.fragments[after.pos["nw-rb-deploy-rollback"]].version == 2
+        assert reads == [["nw-rb-deploy-rollback"]]                                 # only the edited one is read
+        assert after.fragment(after.pos["nw-rb-deploy-rollback"]).version == 2
+        bm25 = after.lexical("bm25")
+        assert bm25.base is base and bm25.delta_size == 1                           # a delta, not a rebuild
+        kept = after.pos["nw-pol-pci-scope"]
+        assert np.array_equal(after.vectors()[kept],
+                                                                     vectors[before.pos["nw-pol-pci-scope"]])
         generation, same = wb.store.authority()
         assert generation == after.generation and same == authority                 # same links: same PageRank
         # archiving changes the graph: PageRank is recomputed without the archived fragment

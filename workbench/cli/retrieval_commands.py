@@ -70,8 +70,9 @@ def _fmt(v) -> str:
               shell_complete=_complete(("bm25", "duckdb-fts")))
 @click.option("--fusion", default="weighted", help="fusion: weighted (default) or rrf",
               shell_complete=_complete(("weighted", "rrf")))
-@click.option("--dense", default="numpy", help="dense path: numpy (default, exact) or duckdb (exact SQL scan)",
-              shell_complete=_complete(("numpy", "duckdb")))
+@click.option("--dense", default="numpy", help="dense path: numpy (default, exact), int8 (quantised scan, its "
+              "top candidates re-scored exactly: for large workspaces) or duckdb (exact SQL scan)",
+              shell_complete=_complete(("numpy", "int8", "duckdb")))
 @click.option("--explain", is_flag=True, help="show each hit's score breakdown and stage timings")
 @click.option("--min-confidence", type=FLOAT, metavar="C",
               help="drop hits whose calibrated confidence is below C, 0..1 (default: keep all; pins stay)")

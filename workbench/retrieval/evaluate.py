@@ -105,7 +105,7 @@ def run_golden(index: SearchIndex, queries: list[dict[str, Any]], principal_of: 
             judged = {fid: 1.0 for fid in q["relevant"]}
             runs.append((ranked, judged))
             answered += bool(served & set(judged))
-            first = next((index.fragments[index.pos[f]] for f in q["relevant"] if f in index.pos), None)
+            first = next((index.fragment(index.pos[f]) for f in q["relevant"] if f in index.pos), None)
             if first is not None:
                 by_scope[f"org={first.scope.org}"].append((ranked, judged))
         report[name] = {**summarise(runs),
@@ -172,7 +172,7 @@ def beir_index(corpus: list[tuple[str, str, str]], derived) -> SearchIndex:
                           content_hash="", created_at=epoch, updated_at=epoch) for doc_id, title, text in corpus]
     digest = hashlib.sha256("\n".join(f"{i}\t{t}\t{x}" for i, t, x in corpus).encode("utf-8")).hexdigest()
     # the generation keys the cached FTS table to this exact corpus
-    return SearchIndex(fragments, generation=-int(digest[:12], 16), derived=derived, authority={})
+    return SearchIndex.of_fragments(fragments, generation=-int(digest[:12], 16), derived=derived, authority={})
 
 
 def run_beir(index: SearchIndex, queries: dict[str, str], qrels: dict[str, dict[str, float]], base: Settings,

@@ -1,8 +1,16 @@
 """The in-memory search index of one workspace generation.
 
-Holds the active fragments in a fixed order with their scope columns, freshness ages,
-links, text and (lazily) their embedding matrix and lexical backends. Rebuilt when
-the store's generation changes; vectors of unchanged text are reused, never re-embedded.
+Holds, for the active fragments in id order, only what ranking needs, as arrays: ids,
+versions, kinds, owners, scope groups, freshness times, supersession and link edges, the text
+hashes that key the stored vectors, the embedding matrix and the lexical backends. Fragment
+bodies stay in the store: ``fragment(i)`` loads one (a small cache keeps recent ones), and a full
+lexical build reads the texts a page at a time. At 100k fragments this is what keeps the index
+to arrays instead of 100k fragment objects and their texts.
+
+Rebuilt when the store's generation changes, from the previous index (or, in a fresh process,
+from the persisted base snapshot, snapshot.py): only the fragments whose stamp (version,
+verified) changed are read again; unchanged text keeps its hash, vector and lexical postings
+(the bm25 backend adds the changed ones to a small delta segment, lexical.py).
 
 Ranking statistics are per caller: ``authority_for(mask)`` is PageRank over the subgraph a
 caller may see (cached per visibility signature: the visibility groups the mask covers),
@@ -16,82 +24,137 @@ superseder the caller sees (rank/supersession.py). ``filter_mask`` turns search 
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections import OrderedDict
 from datetime import datetime
-from typing import Callable
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
 from ..models import Fragment, Principal, Scope
 from ..rank import supersession
 from ..rank.authority import edge_arrays, visible_authority
+from .columns import EPOCH, CHUNKER_VERSION, Rows, Source, index_text, read_rows, text_hash
 from .lexical import Bm25, DuckdbFts, canonical_backend
 
-CHUNKER_VERSION = "fragment-v1"
-AUTHORITY_CACHE = 64  # visibility signatures whose authority is kept per index
-
-
-def index_text(f: Fragment) -> str:
-    """What retrieval sees of a fragment: title, anti-pattern fields, body, tags."""
-    parts = [f.title]
-    parts += [f"{label}: {value}" for label, value in f.content.antipattern()]
-    parts.append(f.body)
-    if f.tags:
-        parts.append("Tags: " + ", ".join(f.tags))
-    return "\n\n".join(p for p in parts if p)
-
-
-def text_hash(text: str) -> str:
-    return hashlib.sha256(f"{CHUNKER_VERSION}\n{text}".encode("utf-8")).hexdigest()
+__all__ = ["CHUNKER_VERSION", "SearchIndex", "applies", "build_index", "index_text", "text_hash"]
+AUTHORITY_CACHE = 64   # visibility signatures whose authority is kept per index
+FRAGMENT_CACHE = 2048  # fragments loaded for hits, kept per index
 
 
 class SearchIndex:
-    def __init__(self, fragments: list[Fragment], generation: int, derived,
-                 authority: dict[str, tuple[float, int, int]], progress: Callable | None = None, *,
-                 links: list[tuple[str, str]] = (), source_links: list[tuple[str, str]] = (),
+    def __init__(self, rows: Rows, generation: int, derived, authority: dict[str, tuple[float, int, int]],
+                 source: Source, progress: Callable | None = None, *, links: list[tuple[str, str]] = (),
+                 source_links: list[tuple[str, str]] = (), texts: dict[str, str] | None = None,
                  previous: "SearchIndex | None" = None):
         self.generation = generation
         self.derived = derived            # the IndexManager: the only writer of derived data
         self.store = derived.store
         self.embedder = derived.embedder
-        self.fragments = fragments
-        self.ids = [f.id for f in fragments]
+        self.rows = rows
+        self.source = source
+        self.ids: list[str] = rows["id"].tolist()
         self.pos = {fid: i for i, fid in enumerate(self.ids)}
-        # a fragment object reused from the previous generation (unchanged) keeps its text and hash
-        known = ({id(f): i for i, f in enumerate(previous.fragments)} if previous is not None else {})
-        reuse = [known.get(id(f)) for f in fragments]
-        self.texts = [index_text(f) if i is None else previous.texts[i] for f, i in zip(fragments, reuse)]
-        self.hashes = [text_hash(t) if i is None else previous.hashes[i] for t, i in zip(self.texts, reuse)]
-        self.kinds = np.array([f.kind for f in fragments], dtype=object)
-        epoch = datetime(1970, 1, 1)
-        self.fresh_s = np.array([(max(f.updated_at, f.verified_at or f.updated_at) - epoch).total_seconds()
-                                 for f in fragments], dtype=np.float64)
-        self.updated_s = np.array([(f.updated_at - epoch).total_seconds() for f in fragments], dtype=np.float64)
-        self.owners = np.array([f.owner for f in fragments], dtype=object)
+        self.hashes: list[str] = rows["text_hash"].tolist()
+        self.versions = rows["version"]
+        self.kinds = rows["kind"]
+        self.owners = rows["owner"]
+        self.fresh_s = np.maximum(rows["updated"], rows["verified"]).astype(np.float64) / 1e6
+        self.updated_s = rows["updated"].astype(np.float64) / 1e6
+        self._texts = dict(texts or {})     # id → text, for fragments read while building (dropped when built)
+        self._cache: OrderedDict[str, Fragment] = OrderedDict()
         self._tags: dict[str, np.ndarray] | None = None
         self._supersedes = supersession.edge_arrays(
-            ((f.id, old) for f in fragments for old in f.content.supersedes), self.pos)
+            ((fid, old) for fid, olds in zip(self.ids, rows["supersedes"]) for old in olds), self.pos)
         kinds = sorted(set(self.kinds.tolist()))
         self._kind_keys = kinds
-        self._kind_idx = np.array([kinds.index(k) for k in self.kinds], dtype=np.int64) if kinds else \
-            np.zeros(0, dtype=np.int64)
+        self._kind_idx = (np.searchsorted(np.array(kinds, dtype=object), self.kinds).astype(np.int64) if kinds
+                          else np.zeros(0, dtype=np.int64))
         raw = np.array([authority.get(fid, (0.0, 0, 0))[0] for fid in self.ids], dtype=np.float64)
         self.authority = raw / raw.max() if raw.size and raw.max() > 0 else raw
-        # fragments grouped by (scope, owner of session-scoped ones): visibility is decided per group
-        groups: dict[tuple[Scope, str | None], int] = {}
-        self._group = np.array([groups.setdefault((f.scope, f.owner if f.scope.session else None), len(groups))
-                                for f in fragments], dtype=np.int64)
-        self._group_keys = list(groups)
+        self._group, self._group_keys = _groups(rows)
         self._vectors: np.ndarray | None = None
+        self._quantized = None            # rank.quantized.Int8Vectors of the vectors, built on first use
         self._lexical: dict[str, object] = {}
         self.graph_sig: int | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._fetch_lock = threading.Lock()
         self.progress = progress
         self._links, self._sources, self.source_names = edge_arrays(self.ids, links, source_links, self.pos)
         self._authority: OrderedDict[bytes, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = OrderedDict()
         self._authority_lock = threading.Lock()
+
+    @classmethod
+    def of_fragments(cls, fragments: list[Fragment], generation: int, derived,
+                     authority: dict[str, tuple[float, int, int]]) -> "SearchIndex":
+        """An index over fragments held in memory (a BEIR corpus; tests)."""
+        fragments = sorted(fragments, key=lambda f: f.id)
+        texts = {f.id: index_text(f) for f in fragments}
+        rows = Rows.of(fragments, [text_hash(texts[f.id]) for f in fragments])
+        return cls(rows, generation, derived, authority, Source(fragments=fragments), texts=texts)
+
+    # -- fragments and texts, read from the store when asked -------------------------------
+
+    def fragment(self, i: int) -> Fragment:
+        return self.fragments_at([i])[0]
+
+    def fragments_at(self, positions: Iterable[int]) -> list[Fragment]:
+        """The fragments at these positions (loaded from the store once, then cached)."""
+        positions = [int(i) for i in positions]
+        wanted = [self.ids[i] for i in positions]
+        with self._fetch_lock:
+            missing = [fid for fid in dict.fromkeys(wanted) if fid not in self._cache]
+        if missing:
+            loaded = self.source.load(missing)
+            with self._fetch_lock:
+                for fid in missing:
+                    f = loaded.get(fid)
+                    if f is None:  # archived or deleted by another process since this generation
+                        f = _gone(fid)
+                    self._cache[fid] = f
+                while len(self._cache) > FRAGMENT_CACHE:
+                    self._cache.popitem(last=False)
+        with self._fetch_lock:
+            return [self._cache[fid] for fid in wanted]
+
+    def text(self, i: int) -> str:
+        fid = self.ids[i]
+        held = self._texts.get(fid)
+        return held if held is not None else index_text(self.fragment(i))
+
+    def texts_of(self, positions: list[int]) -> list[str]:
+        """Indexed texts of many positions (held ones first; the others loaded in one batch)."""
+        out: dict[int, str] = {i: self._texts[self.ids[i]] for i in positions if self.ids[i] in self._texts}
+        rest = [i for i in positions if i not in out]
+        if rest:
+            loaded = self.source.load([self.ids[i] for i in rest])
+            for i in rest:
+                f = loaded.get(self.ids[i])
+                out[i] = index_text(f) if f is not None else ""
+        return [out[i] for i in positions]
+
+    def all_texts(self) -> Iterator[tuple[int, str]]:
+        """(position, text) of every fragment, held texts first, the rest a page at a time."""
+        todo = set(range(len(self.ids)))
+        for fid, text in list(self._texts.items()):
+            i = self.pos.get(fid)
+            if i is not None:
+                todo.discard(i)
+                yield i, text
+        if todo:
+            for page in self.source.pages():
+                for f in page:
+                    i = self.pos.get(f.id)
+                    if i in todo:
+                        todo.discard(i)
+                        yield i, index_text(f)
+        for i in sorted(todo):  # changed by another process since this generation's columns were read
+            yield i, ""
+
+    def release_texts(self) -> None:
+        """Drop the texts read while building, once lexical and vectors no longer need them."""
+        if "bm25" in self._lexical and self._vectors is not None:
+            self._texts = {}
 
     # -- visibility ---------------------------------------------------------------------
 
@@ -160,8 +223,8 @@ class SearchIndex:
         if tags:
             if self._tags is None:
                 by_tag: dict[str, list[int]] = {}
-                for i, f in enumerate(self.fragments):
-                    for tag in f.tags:
+                for i, held in enumerate(self.rows["tags"]):
+                    for tag in held:
                         by_tag.setdefault(tag, []).append(i)
                 self._tags = {t: np.array(v, dtype=np.int64) for t, v in by_tag.items()}
             tagged = np.zeros(len(self.ids), dtype=bool)
@@ -189,58 +252,117 @@ class SearchIndex:
             with self._lock:
                 if self._vectors is None:
                     self._vectors = self._load_vectors()
+                    self.release_texts()
         return self._vectors
 
-    def _load_vectors(self, previous: dict[str, np.ndarray] | None = None) -> np.ndarray:
-        have = dict(previous or {})
-        wanted = [h for h in dict.fromkeys(self.hashes) if h not in have]
-        if wanted:
-            have.update(self.derived.embeddings(wanted))
-        missing = [h for h in dict.fromkeys(self.hashes) if h not in have]
-        if missing:
-            text_of = dict(zip(self.hashes, self.texts))
-            batch = 256
-            for start in range(0, len(missing), batch):
-                chunk = missing[start:start + batch]
-                matrix = self.derived.embed(chunk, [text_of[h] for h in chunk])
-                have.update(zip(chunk, matrix))
-                if self.progress:
-                    self.progress("embed", min(start + batch, len(missing)), len(missing))
-        if not self.hashes:
-            return np.zeros((0, self.embedder.dim), dtype=np.float32)
-        return np.stack([have[h] for h in self.hashes]).astype(np.float32, copy=False)
+    def quantized(self):
+        """The int8 codes of ``vectors()`` (rank/quantized.py), built once per index generation."""
+        if self._quantized is None:
+            from ..rank.quantized import Int8Vectors
 
-    def adopt_vectors(self, previous: "SearchIndex | None") -> None:
-        """Reuse the vectors of a previous generation for text that did not change."""
-        if previous is not None and previous._vectors is not None:
-            self._vectors = self._load_vectors(dict(zip(previous.hashes, previous._vectors)))
+            vectors = self.vectors()
+            with self._lock:
+                if self._quantized is None:
+                    self._quantized = Int8Vectors(vectors)
+        return self._quantized
+
+    def _load_vectors(self, seed: tuple[list[str], np.ndarray] | None = None) -> np.ndarray:
+        """The matrix in position order: rows of ``seed`` (hashes, matrix: a previous index's or a
+        snapshot's) where the text hash is the same, stored vectors for the rest, and the texts
+        nobody embedded yet embedded now (and stored)."""
+        n = len(self.hashes)
+        if seed is not None:
+            seed_hashes, seed_matrix = seed
+            if seed_hashes == self.hashes:
+                return seed_matrix           # nothing changed: the same (possibly memory-mapped) rows
+        out = np.zeros((n, self.embedder.dim), dtype=np.float32)
+        have = np.zeros(n, dtype=bool)
+        if seed is not None:
+            row_of = {h: r for r, h in enumerate(seed_hashes)}
+            src = np.array([row_of.get(h, -1) for h in self.hashes], dtype=np.int64)
+            have = src >= 0
+            out[have] = seed_matrix[src[have]]
+        wanted = [self.hashes[i] for i in np.flatnonzero(~have)]
+        if wanted:
+            stored = self.derived.embeddings(list(dict.fromkeys(wanted)))
+            for i in np.flatnonzero(~have):
+                vector = stored.get(self.hashes[i])
+                if vector is not None:
+                    out[i], have[i] = vector, True
+        missing = np.flatnonzero(~have)
+        if missing.size:
+            first: dict[str, int] = {}
+            for i in missing:
+                first.setdefault(self.hashes[i], int(i))
+            todo = list(first.items())
+            batch = 256
+            for start in range(0, len(todo), batch):
+                chunk = todo[start:start + batch]
+                matrix = self.derived.embed([h for h, _ in chunk], self.texts_of([i for _, i in chunk]))
+                by_hash = dict(zip((h for h, _ in chunk), matrix))
+                for i in missing:
+                    vector = by_hash.get(self.hashes[i])
+                    if vector is not None:
+                        out[i] = vector
+                if self.progress:
+                    self.progress("embed", min(start + batch, len(todo)), len(todo))
+        return out
+
+    def adopt_vectors(self, seed: tuple[list[str], np.ndarray] | None) -> None:
+        """Reuse the vectors of a previous generation (or a snapshot) for text that did not change."""
+        if seed is not None:
+            self._vectors = self._load_vectors(seed)
 
     def has_vectors(self) -> bool:
         return self._vectors is not None
 
     # -- lexical ------------------------------------------------------------------------
 
-    def lexical(self, name: str):
+    def lexical(self, name: str, seed: Bm25 | None = None):
         name = canonical_backend(name)
         backend = self._lexical.get(name)
         if backend is None:
             with self._lock:
                 backend = self._lexical.get(name)
                 if backend is None:
-                    backend = (Bm25(self.texts, self.hashes, self.derived.vocabulary) if name == "bm25"
-                               else DuckdbFts(self.texts, self.ids, self.store, self.generation,
-                                              build=self.derived.build_fts))
+                    if name == "bm25":
+                        backend = Bm25.derive(seed, self.ids, self.rows["content_hash"], self.derived.vocabulary,
+                                              texts=self.texts_of, all_texts=self.all_texts)
+                    else:
+                        backend = DuckdbFts(lambda: [t for _, t in sorted(self.all_texts())], self.ids, self.store,
+                                            self.generation, build=self.derived.build_fts)
                     self._lexical[name] = backend
+                    self.release_texts()
         return backend
 
     def ages_days(self, now: datetime) -> np.ndarray:
-        return ((now - datetime(1970, 1, 1)).total_seconds() - self.fresh_s) / 86400.0
+        return ((now - EPOCH).total_seconds() - self.fresh_s) / 86400.0
 
     def half_lives(self, half_life: Callable[[str], float]) -> np.ndarray:
         """Per-fragment half-life in days, from a per-kind rule."""
         if not self._kind_keys:
             return np.zeros(0)
         return np.array([half_life(k) for k in self._kind_keys], dtype=np.float64)[self._kind_idx]
+
+
+def _gone(fid: str) -> Fragment:
+    """A placeholder for a fragment removed by another process after this generation was read."""
+    from ..models import Content
+
+    return Fragment(id=fid, version=0, content=Content(kind="note", title=fid, body="", scope=Scope("-"),
+                                                       owner="-"), content_hash="", created_at=EPOCH,
+                    updated_at=EPOCH)
+
+
+def _groups(rows: Rows) -> tuple[np.ndarray, list[tuple[Scope, str | None]]]:
+    """Fragments grouped by (scope, owner of session-scoped ones): visibility is decided per group."""
+    keys = list(zip(rows["org"].tolist(), rows["repo"].tolist(), rows["persona"].tolist(),
+                    rows["session"].tolist(), rows["owner"].tolist()))
+    groups: dict[tuple, int] = {}
+    index = np.fromiter((groups.setdefault((o, r, p, s, owner if s else None), len(groups))
+                         for o, r, p, s, owner in keys), dtype=np.int64, count=len(keys))
+    named = [(Scope(o, r, p, s), owner) for (o, r, p, s, owner) in groups]
+    return index, named
 
 
 def applies(scope: Scope, within: Scope | None) -> bool:
@@ -254,36 +376,37 @@ def applies(scope: Scope, within: Scope | None) -> bool:
     return True
 
 
-def build_index(store, derived, previous: SearchIndex | None = None, progress: Callable | None = None
-                ) -> SearchIndex:
+def build_index(store, derived, previous: SearchIndex | None = None, progress: Callable | None = None,
+                seed=None) -> SearchIndex:
     """The index of the store's current generation (``derived``: the IndexManager that owns it).
-    After an edit only what changed is reloaded: unchanged fragments, their vectors and tokens are
-    reused, and PageRank is recomputed only when the link graph changed."""
+    After an edit only what changed is read again: unchanged fragments keep their columns, text
+    hashes, vectors and lexical postings, and PageRank is recomputed only when the link graph
+    changed. ``seed`` (a persisted snapshot, in a fresh process) plays the previous index's part."""
     generation = store.generation()
-    fragments = _fragments(store, previous)
+    if previous is not None:
+        rows, texts = read_rows(store, previous.rows)
+    else:
+        known = (dict(zip(zip(seed.ids.tolist(), seed.content_hashes.tolist()), seed.text_hashes.tolist()))
+                 if seed is not None else None)
+        rows, texts = read_rows(store, None, known=known)
+    ids = rows["id"].tolist()
     edges, source_edges = store.links(), store.source_edges()
-    supersedes = sorted((f.id, old) for f in fragments for old in f.content.supersedes)
-    graph_sig = hash((tuple(sorted(edges)), tuple(sorted(source_edges)), tuple(supersedes),
-                      tuple(f.id for f in fragments)))
+    supersedes = sorted((fid, old) for fid, olds in zip(ids, rows["supersedes"]) for old in olds)
+    graph_sig = hash((tuple(sorted(edges)), tuple(sorted(source_edges)), tuple(supersedes), tuple(ids)))
     same_graph = previous.generation if previous is not None and previous.graph_sig == graph_sig else None
-    authority = derived.authority(fragments, edges, source_edges, supersedes, generation, same_graph)
-    index = SearchIndex(fragments, generation, derived, authority, progress, links=edges,
-                        source_links=source_edges, previous=previous)
+    authority = derived.authority(ids, edges, source_edges, supersedes, generation, same_graph)
+    index = SearchIndex(rows, generation, derived, authority, Source(store=store), progress, links=edges,
+                        source_links=source_edges, texts=texts, previous=previous)
     index.graph_sig = graph_sig
     index.adopt_authority(previous)
-    index.adopt_vectors(previous)
+    if previous is not None:
+        if previous._vectors is not None:
+            index.adopt_vectors((previous.hashes, previous._vectors))
+        old = previous._lexical.get("bm25")
+        if old is not None:
+            index.lexical("bm25", seed=old)
+    elif seed is not None:
+        if seed.vectors is not None:
+            index.adopt_vectors((seed.text_hashes.tolist(), seed.vectors))
+        index.lexical("bm25", seed=Bm25.of_base(derived.vocabulary, seed.postings, seed.ids, seed.content_hashes))
     return index
-
-
-def _fragments(store, previous: SearchIndex | None) -> list[Fragment]:
-    """Active fragments in id order, reusing the previous index's objects for unchanged rows."""
-    if previous is None or not previous.fragments:
-        return store.fragments(status="active")
-    known = {f.id: f for f in previous.fragments}
-    stamps = store.stamps(status="active")
-    changed = [fid for fid, version, verified in stamps
-               if fid not in known or (known[fid].version, known[fid].verified_at) != (version, verified)]
-    if len(changed) > len(stamps) // 2:
-        return store.fragments(status="active")
-    fresh = {f.id: f for f in store.fragments(status="active", ids=changed)} if changed else {}
-    return [fresh.get(fid) or known[fid] for fid, _, _ in stamps]

@@ -4,15 +4,16 @@ A backend is built over the index's texts (position i = fragment i) and answers
 ``scores(query, mask) -> float array`` with 0 where a document does not match or is outside
 the mask. Every corpus statistic behind a score (N, document frequencies, idf, average
 length) is computed over the documents in the caller's mask only, so a caller's scores do
-not depend on text they cannot see. Building bm25 is one full rebuild per index generation
-(well under 1 s at 10k fragments).
+not depend on text they cannot see. bm25 is incremental: after an edit only the changed
+fragments are tokenized, into a delta segment next to the base (``Bm25.derive``).
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from functools import lru_cache
-from typing import Protocol
+from typing import Callable, Iterator, Protocol
 
 import numpy as np
 
@@ -41,10 +42,25 @@ class Vocabulary:
 
     MAX_TEXTS = 500_000
 
-    def __init__(self) -> None:
-        self.ids: dict[str, int] = {}
+    def __init__(self, tokens: list[str] | None = None) -> None:
+        self.ids: dict[str, int] = {t: i for i, t in enumerate(tokens or ())}
         self._stems: dict[str, str] = {}
         self._texts: dict[str, np.ndarray] = {}
+        self._grow = threading.Lock()
+
+    def tokens(self) -> list[str]:
+        """The vocabulary in id order (what a snapshot stores)."""
+        out = [""] * len(self.ids)
+        for token, i in self.ids.items():
+            out[i] = token
+        return out
+
+    def ids_of(self, text: str) -> np.ndarray:
+        """Token ids of ``text``, growing the vocabulary (no memo: a full build reads each text once)."""
+        tokens = self.tokenize(text)
+        with self._grow:
+            grow = self.ids.setdefault
+            return np.fromiter((grow(t, len(self.ids)) for t in tokens), dtype=np.int32, count=len(tokens))
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -68,9 +84,7 @@ class Vocabulary:
         if ids is None:
             if len(self._texts) > self.MAX_TEXTS:
                 self._texts.clear()
-            grow = self.ids.setdefault
-            ids = self._texts[key] = np.asarray([grow(t, len(self.ids)) for t in self.tokenize(text)],
-                                                dtype=np.int64)
+            ids = self._texts[key] = self.ids_of(text)
         return ids
 
 
@@ -119,19 +133,110 @@ class LexicalBackend(Protocol):
 
 class Bm25:
     """BM25 (Lucene's variant, k1=1.5, b=0.75: the scores bm25s gives, checked by a property test)
-    over stemmed, stopword-free tokens, built vectorised, with its statistics taken over the
-    caller's mask (see rank/bm25.py)."""
+    over stemmed, stopword-free tokens, with its statistics taken over the caller's mask (see
+    rank/bm25.py).
+
+    Incremental: a base segment over every fragment of some generation (built once; persisted
+    by the IndexManager as part of the snapshot) and a delta segment holding the fragments whose
+    content changed since, re-built on each change (tokenizing only those: the delta's token ids
+    are remembered by (id, content hash)). Base documents edited or removed since are
+    tombstones. When the delta grows past ``max(MERGE_MIN, MERGE_SHARE × N)`` documents, the next
+    generation builds a new base (a merge). Scores equal a full rebuild's exactly."""
 
     name = "bm25"
+    MERGE_MIN, MERGE_SHARE = 2000, 0.05
 
-    def __init__(self, texts: list[str], keys: list[str] | None = None, vocabulary: Vocabulary | None = None):
-        from ..rank.bm25 import BM25Matrix
+    def __init__(self, texts: list[str] | None = None, keys: list[str] | None = None,
+                 vocabulary: Vocabulary | None = None):
+        """A full build over ``texts`` (position i = text i); ``keys`` name them in the vocabulary's memo."""
+        from ..rank.bm25 import Postings, SegmentedBM25
 
         self.vocabulary = vocabulary if vocabulary is not None else Vocabulary()
+        texts = texts or []
         keys = keys or [f"text:{hash(t)}" for t in texts]
         docs = [self.vocabulary.document(k, t) for k, t in zip(keys, texts)]
+        self._base(Postings.build(docs, len(self.vocabulary)), np.array(keys, dtype=object),
+                   np.array(keys, dtype=object))
+        self.matrix = SegmentedBM25([(self.base, None)], self.base.lengths, len(self.vocabulary))
         self.size = len(texts)
-        self.matrix = BM25Matrix(docs, len(self.vocabulary))
+
+    def _base(self, base, ids: np.ndarray, content: np.ndarray) -> None:
+        self.base, self.base_ids, self.base_content = base, ids, content
+        self._base_index: dict[str, int] | None = None
+        self.delta_tokens: dict[tuple[str, str], np.ndarray] = {}
+        self.delta_size = 0
+
+    def base_index(self) -> dict[str, int]:
+        if self._base_index is None:
+            self._base_index = {fid: b for b, fid in enumerate(self.base_ids.tolist())}
+        return self._base_index
+
+    @classmethod
+    def of_base(cls, vocabulary: Vocabulary, base, ids: np.ndarray, content: np.ndarray) -> "Bm25":
+        """A backend whose base segment was loaded (a snapshot), with no delta."""
+        from ..rank.bm25 import SegmentedBM25
+
+        self = cls.__new__(cls)
+        self.vocabulary = vocabulary
+        self._base(base, ids, content)
+        self.matrix = SegmentedBM25([(base, None)], base.lengths, max(len(vocabulary), base.vocab_size))
+        self.size = base.n
+        return self
+
+    @classmethod
+    def derive(cls, seed: "Bm25 | None", ids: list[str], content: np.ndarray, vocabulary: Vocabulary, *,
+               texts: Callable[[list[int]], list[str]], all_texts: Callable[[], Iterator[tuple[int, str]]]
+               ) -> "Bm25":
+        """The backend of a generation whose fragments are ``ids`` (with these content hashes):
+        from ``seed`` (the previous generation's backend, or a snapshot's) by a delta, or built
+        whole when there is no seed, the seed has another vocabulary, or the delta grew too large."""
+        from ..rank.bm25 import Postings, SegmentedBM25
+
+        n = len(ids)
+        if seed is not None and seed.vocabulary is vocabulary:
+            b_of = np.fromiter((seed.base_index().get(fid, -1) for fid in ids), dtype=np.int64, count=n)
+            same = b_of >= 0
+            same[same] = seed.base_content[b_of[same]] == content[same]
+            changed = np.flatnonzero(~same)
+            if changed.size <= max(cls.MERGE_MIN, cls.MERGE_SHARE * n):
+                keys = [(ids[i], content[i]) for i in changed.tolist()]
+                known = {k: seed.delta_tokens[k] for k in keys if k in seed.delta_tokens}
+                todo = [int(i) for i, k in zip(changed.tolist(), keys) if k not in known]
+                for i, text in zip(todo, texts(todo) if todo else []):
+                    known[(ids[i], content[i])] = vocabulary.ids_of(text)
+                delta = Postings.build([known[k] for k in keys], len(vocabulary))
+                if same.all() and n == seed.base.n:
+                    where = None                               # the base, untouched
+                else:
+                    where = np.full(seed.base.n, -1, dtype=np.int64)
+                    where[b_of[same]] = np.flatnonzero(same)
+                lengths = np.zeros(n, dtype=np.int64)
+                lengths[same] = seed.base.lengths[b_of[same]]
+                lengths[changed] = delta.lengths
+                self = cls.__new__(cls)
+                self.vocabulary = vocabulary
+                self.base, self.base_ids, self.base_content = seed.base, seed.base_ids, seed.base_content
+                self._base_index = seed._base_index
+                self.delta_tokens = known
+                self.delta_size = int(changed.size)
+                segments = [(seed.base, where)] + ([(delta, changed)] if changed.size else [])
+                self.matrix = SegmentedBM25(segments, lengths, len(vocabulary))
+                self.size = n
+                return self
+        docs: list[np.ndarray] = [np.zeros(0, dtype=np.int32)] * n
+        for i, text in all_texts():
+            docs[i] = vocabulary.ids_of(text)
+        self = cls.__new__(cls)
+        self.vocabulary = vocabulary
+        self._base(Postings.build(docs, len(vocabulary)), np.array(ids, dtype=object), content.copy())
+        self.matrix = SegmentedBM25([(self.base, None)], self.base.lengths, len(vocabulary))
+        self.size = n
+        return self
+
+    @property
+    def whole(self) -> bool:
+        """True when every document is in the base (no delta, no tombstone): what a snapshot keeps."""
+        return self.delta_size == 0 and len(self.matrix.segments) == 1 and self.matrix.segments[0][1] is None
 
     def token_ids(self, tokens: list[str]) -> list[int]:
         return self.vocabulary.lookup(tokens)
@@ -152,11 +257,11 @@ class DuckdbFts:
 
     name = "duckdb-fts"
 
-    def __init__(self, texts: list[str], ids: list[str], store, generation: int, build):
+    def __init__(self, texts: Callable[[], list[str]], ids: list[str], store, generation: int, build):
         self.ids = ids
         self.pos = {fid: i for i, fid in enumerate(ids)}
         self.store = store
-        build(ids, texts, generation)   # the IndexManager's: it builds the persisted index when stale
+        build(ids, texts, generation)   # the IndexManager's: it reads the texts and builds only when stale
         docids = store.fts_doc_ids()
         self.docid = np.array([docids.get(fid, -1) for fid in ids], dtype=np.int64)  # -1: not indexed
 

@@ -25,7 +25,7 @@ from ..errors import UserError
 from ..models import Fragment
 from ..rank.authority import pagerank
 from .embedder import Embedder, TokenCounter
-from .index import SearchIndex, build_index, index_text
+from .index import CHUNKER_VERSION, SearchIndex, build_index, index_text
 from .lexical import Vocabulary, canonical_backend
 
 
@@ -48,16 +48,53 @@ class IndexManager:
         generation = self.store.generation()
         with self._lock:
             if self._index is None or self._index.generation != generation:
-                self._index = build_index(self.store, self, previous=self._index, progress=progress)
+                seed = self._snapshot() if self._index is None else None
+                self._index = build_index(self.store, self, previous=self._index, progress=progress, seed=seed)
             elif progress is not None:
                 self._index.progress = progress
             return self._index
+
+    # -- the persisted snapshot ---------------------------------------------------------------
+
+    def _snapshot(self):
+        """The persisted base (snapshot.py) for a fresh index, with this manager's vocabulary
+        replaced by the snapshot's (token ids must agree); None when there is none usable."""
+        from . import snapshot
+
+        found = snapshot.load(self.store.path, model=self.embedder.name, chunker=CHUNKER_VERSION)
+        if found is not None:
+            self.vocabulary = Vocabulary(found.vocabulary)
+            self._saved = (id(found.postings), found.vectors is not None)
+        return found
+
+    def keep(self, index: SearchIndex | None = None) -> bool:
+        """Persist the index's base (bm25 postings, vocabulary, text hashes, and the vectors when
+        computed) when it is new: built whole rather than carried as a delta on a saved base.
+        Cheap when there is nothing new; False when nothing was written."""
+        from . import snapshot
+
+        index = index or self._index
+        if index is None or not self.store.can_store_derived():
+            return False
+        bm25 = index._lexical.get("bm25")
+        if bm25 is None or not bm25.whole or len(bm25.base_ids) != len(index.ids):
+            return False
+        key = (id(bm25.base), index.has_vectors())
+        if getattr(self, "_saved", None) in (key, (key[0], True)):
+            return False
+        found = snapshot.Snapshot(bm25.base_ids, bm25.base_content, np.array(index.hashes, dtype=object),
+                                  bm25.vocabulary.tokens(), bm25.base, index._vectors)
+        if snapshot.save(self.store.path, found, model=self.embedder.name, chunker=CHUNKER_VERSION):
+            self._saved = key
+            return True
+        return False
 
     def invalidate(self) -> None:
         """Forget everything held in memory (the next ``current()`` rebuilds from the store)."""
         with self._lock:
             self._index = None
             self._pins = None
+            self.vocabulary = Vocabulary()
 
     def warm(self, *, progress: Callable | None = None, lexical: str = "bm25") -> dict[str, int]:
         """Build everything search needs now: authority, the lexical index, the vectors (embedding
@@ -69,7 +106,9 @@ class IndexManager:
         index.lexical(lexical)
         if lexical != "duckdb-fts" and self.store.can_store_derived():
             index.lexical("duckdb-fts")
+        index.lexical("bm25")
         index.vectors()
+        self.keep(index)
         return {"fragments": len(index.ids), "embedded": self.store.embedding_count(self.embedder.name) - before,
                 "generation": index.generation}
 
@@ -77,11 +116,17 @@ class IndexManager:
         """The lexical backend that answers a first query in a fresh process fastest:
         ``duckdb-fts`` when its index, persisted in the workspace, is current (no build: ~20 ms a
         query at 10k fragments), else ``bm25`` (built in memory, ~2 s at 10k)."""
+        from . import snapshot
+
+        if self._index is not None and "bm25" in self._index._lexical:
+            return "bm25"
+        if (snapshot.folder(self.store.path) / "CURRENT").is_file():
+            return "bm25"
         return "duckdb-fts" if self.store.fts_generation() == self.store.generation() else "bm25"
 
     # -- derived data the index asks for (the only writes of derived data) -----------------
 
-    def authority(self, fragments: list[Fragment], edges, source_edges, supersedes, generation: int,
+    def authority(self, ids: list[str], edges, source_edges, supersedes, generation: int,
                   graph_unchanged_since: int | None) -> dict[str, tuple[float, int, int]]:
         """Whole-workspace PageRank of this generation: the stored one when current, the previous
         generation's when the link graph did not change, else computed (and stored if writable)."""
@@ -91,7 +136,7 @@ class IndexManager:
         if graph_unchanged_since is not None and stored_gen == graph_unchanged_since:
             self.store.touch_authority(generation)
             return authority
-        authority = pagerank([f.id for f in fragments], edges, source_edges=source_edges, supersedes=supersedes)
+        authority = pagerank(ids, edges, source_edges=source_edges, supersedes=supersedes)
         self.store.put_authority(authority, generation)
         return authority
 
@@ -105,8 +150,11 @@ class IndexManager:
         self.store.put_embeddings(self.embedder.name, hashes, matrix)
         return matrix
 
-    def build_fts(self, ids: list[str], texts: list[str], generation: int) -> None:
-        self.store.build_fts(ids, texts, generation)
+    def build_fts(self, ids: list[str], texts: Callable[[], list[str]], generation: int) -> None:
+        """The persisted FTS index of this generation (texts read only when it must be built)."""
+        if self.store.fts_generation() == generation:
+            return
+        self.store.build_fts(ids, texts(), generation)
 
     def simhashes(self, fragments: list[Fragment]) -> dict[str, int]:
         """Fragment id → SimHash of its indexed text, cached by content hash."""

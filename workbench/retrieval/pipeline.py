@@ -38,7 +38,7 @@ from .index import CHUNKER_VERSION, SearchIndex
 from .lexical import identifiers, tokenize
 
 PIPELINES = ("hybrid", "bm25", "dense")
-DENSE_PATHS = ("numpy", "duckdb")
+DENSE_PATHS = ("numpy", "duckdb", "int8")
 AVOID_RATIO = 0.5
 IDENTIFIER_DENSE_WEIGHT = 0.3
 RARE_DOCS, RARE_SHARE = 5, 0.005
@@ -182,7 +182,7 @@ def rank(index: SearchIndex, query: str, principal: Principal, settings: Setting
         qv = query_vector if query_vector is not None else index.embedder.encode_query(query)
         stages["embed"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
-        dense = _dense(index, qv, candidates, settings)
+        dense = _dense(index, qv, candidates, settings, lexical=lexical)
         stages["dense"] = (time.perf_counter() - t) * 1000
     t = time.perf_counter()
     if settings.pipeline == "bm25":
@@ -280,11 +280,21 @@ def _dot_rows(vectors: np.ndarray, qv: np.ndarray) -> np.ndarray:
     return out
 
 
-def _dense(index: SearchIndex, qv: np.ndarray, mask: np.ndarray, settings: Settings) -> np.ndarray:
+def _dense(index: SearchIndex, qv: np.ndarray, mask: np.ndarray, settings: Settings,
+           lexical: np.ndarray | None = None) -> np.ndarray:
+    """Cosines over ``mask`` (-inf elsewhere). "int8" re-scores exactly only its top candidates and,
+    given ``lexical``, the best lexical candidates too: weighted fusion adds the cosine of every
+    lexical candidate, and one left at -inf counts as 0 there."""
     n = len(index.ids)
     if settings.dense == "numpy":
         sims = _dot_rows(index.vectors(), qv.astype(np.float32))
         return np.where(mask, sims.astype(np.float64), -np.inf)
+    if settings.dense == "int8":   # an int8 scan; its top candidates re-scored exactly, by _dot_rows
+        from ..rank.quantized import RESCORE
+
+        also = top_k(lexical, RESCORE * settings.depth) if lexical is not None else None
+        with _blas().limit(limits=1, user_api="blas"):
+            return index.quantized().scan(qv.astype(np.float32), mask, settings.depth, also=also, exact=_dot_rows)
     out = np.full(n, -np.inf)
     visible_hashes = [index.hashes[i] for i in np.flatnonzero(mask)]
     index.vectors()  # make sure every text is embedded and stored
@@ -420,8 +430,8 @@ def _hit(index: SearchIndex, ranking: Ranking, i: int, position: int, *, top: fl
     if confidence is None and calibrate:
         confidence = confidences(index, ranking, [i])[i]
     new = ranking.superseded.get(i)
-    superseded_by = (index.ids[new], index.fragments[new].version) if new is not None else None
-    return Hit(fragment=index.fragments[i], score=score, scores=scores, rank=position,
+    superseded_by = (index.ids[new], int(index.versions[new])) if new is not None else None
+    return Hit(fragment=index.fragment(i), score=score, scores=scores, rank=position,
                confidence=None if confidence is None else float(confidence),
                superseded_by=superseded_by)
 
@@ -433,7 +443,7 @@ def rerank(index: SearchIndex, ranking: Ranking, query: str, model, top_n: int) 
     movable = [i for i in head if i not in ranking.pinned]
     if not movable:
         return ranking
-    scores = np.asarray(model.predict([(query, index.texts[i]) for i in movable]), dtype=np.float64).reshape(-1)
+    scores = np.asarray(model.predict([(query, text) for text in index.texts_of([int(i) for i in movable])]), dtype=np.float64).reshape(-1)
     rerank_scores = np.full(len(index.ids), -np.inf)
     rerank_scores[movable] = scores
     moved = [movable[j] for j in np.argsort(-scores, kind="stable")]

@@ -77,7 +77,7 @@ class Curation(Feature):
         who = self.principal(principal)
         index = self.retrieval.search_index()
         scores = index.graph_authority(index.visible(who))
-        visible = {fid: index.fragments[index.pos[fid]] for fid in scores}
+        visible = dict(zip(scores, index.fragments_at(index.pos[fid] for fid in scores)))
         rows = []
         for fid, f in visible.items():
             rank, in_links, out_links = scores[fid]
@@ -101,12 +101,13 @@ class Curation(Feature):
         if fragment_id not in scores:
             return None
         rank, in_links, out_links = scores[fragment_id]
-        f = index.fragments[index.pos[fragment_id]]
+        seen = dict(zip(scores, index.fragments_at(index.pos[fid] for fid in scores)))
+        f = seen[fragment_id]
 
         def targets(g) -> list[str]:
             return [t for t in dict.fromkeys((*g.links, *g.content.supersedes)) if t in scores and t != g.id]
         links_in = [fid for fid in scores if fid != fragment_id
-                    and fragment_id in targets(index.fragments[index.pos[fid]])]
+                    and fragment_id in targets(seen[fid])]
         return {"id": fragment_id, "title": f.title, "kind": f.kind, "authority": round(rank, 6),
                 "in_links": in_links, "out_links": out_links, "links_in": links_in, "links_out": targets(f)}
 

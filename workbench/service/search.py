@@ -115,6 +115,7 @@ class Retrieval(Feature):
                                 calibrate=calibrate)
         visible = index.visible(principal, within)
         pin_hits = [_pin_hit(index, ranking, fid) for fid in pins if fid in index.pos and visible[index.pos[fid]]]
+        self.ws.index.keep(index)  # a new base (first build, or a merge) is persisted for the next process
         return Retrieved(index, ranking, hits, avoid, pin_hits)
 
     def search(self, query: str, *, principal: str | Principal | None = None, k: int = 10,
@@ -209,7 +210,7 @@ class Retrieval(Feature):
         index = self.search_index()
         seen = index.visible(who)
         by = index.superseders(seen)
-        return {index.ids[i]: (index.ids[int(by[i])], index.fragments[int(by[i])].version)
+        return {index.ids[i]: (index.ids[int(by[i])], int(index.versions[int(by[i])]))
                 for i in np.flatnonzero((by >= 0) & seen)}
 
     def superseded_by(self, fragment_id: str, *, principal: str | Principal | None = None

@@ -9,6 +9,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator
 
+import numpy as np
+
 from ..errors import ReadOnly, StoreError
 from ..models import Content, Fragment, Scope, Version, utcnow
 from . import migrations
@@ -196,6 +198,41 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, Overri
         """(id, version, verified_at) in id order: enough to tell what changed since an index was built."""
         return [Stamp(*r) for r in self._q("SELECT id, version, verified_at FROM fragments WHERE status = ? "
                                            "ORDER BY id", [status])]
+
+    def index_columns(self, *, status: str = "active", ids: list[str] | None = None) -> dict[str, np.ndarray]:
+        """What ranking needs of each fragment, without its text, as columns in id order: id,
+        version, verified and updated (microseconds since 1970; verified -1 when never), kind,
+        owner, org, repo, persona, session, tags, supersedes, content_hash (one query; no JSON
+        parsed, no objects built)."""
+        sql = ("SELECT id, version, coalesce(epoch_us(verified_at), -1) AS verified, epoch_us(updated_at) AS updated, "
+               "kind, owner, org, repo, persona, session, tags, supersedes, content_hash FROM fragments WHERE status = ?")
+        params: list[Any] = [status]
+        if ids is not None:
+            sql += " AND list_contains(?, id)"
+            params.append(list(ids))
+        return dict(self._guard(lambda: self.con.execute(sql + " ORDER BY id", params).fetchnumpy()))
+
+    def stamp_arrays(self, *, status: str = "active") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(ids, versions, verified_at as epoch microseconds, -1 when never verified) in id order,
+        as arrays: what an index compares, vectorised, to find what changed since it was built."""
+        table = self._guard(lambda: self.con.execute(
+            "SELECT id, version, coalesce(epoch_us(verified_at), -1) AS verified FROM fragments "
+            "WHERE status = ? ORDER BY id", [status]).fetchnumpy())
+        return (np.asarray(table["id"], dtype=object), np.asarray(table["version"], dtype=np.int64),
+                np.asarray(table["verified"], dtype=np.int64))
+
+    def fragment_pages(self, *, status: str = "active", size: int = 2000) -> Iterator[list[Fragment]]:
+        """Every fragment with ``status``, in id order, a page at a time (a full index build reads
+        each text once without holding every fragment in memory)."""
+        after = ""
+        while True:
+            rows = self._q(f"SELECT {_FRAGMENT_COLS} FROM fragments WHERE status = ? AND id > ? ORDER BY id LIMIT ?",
+                           [status, after, size])
+            if not rows:
+                return
+            page = [_fragment(r) for r in rows]
+            yield page
+            after = page[-1].id
 
     def summaries(self) -> list[Summary]:
         """Light rows for browsing, without bodies or JSON columns."""

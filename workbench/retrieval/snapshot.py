@@ -1,0 +1,164 @@
+"""The persisted base of a workspace's search index: what a fresh process loads instead of
+rebuilding (lexical postings, vocabulary, text hashes, vectors memory-mapped).
+
+A snapshot is derived data, a cache: it lives next to the database (``workbench.duckdb.index/``)
+and records, for each fragment it covers, the id and content hash it was built from. A process
+uses the rows whose (id, content hash) still match and reads the rest from the store, so a
+snapshot from an older generation is still useful (the difference becomes the bm25 delta) and a
+wrong or foreign one costs only speed. Anything unreadable, malformed or of another format,
+model or chunker is ignored (and rebuilt).
+
+Writes are atomic: files go to a fresh ``tmp-*`` folder, are flushed to disk, and the folder is
+renamed to ``base-<n>``; ``CURRENT`` (written to a temporary file and renamed over) then names
+it. A process killed at any point leaves either the old snapshot or the new one, never half of
+one; stale folders are swept on the next save. Readers that memory-mapped an old folder keep
+their mapping after it is removed (POSIX).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..rank.bm25 import Postings
+
+FORMAT = 1
+POSTINGS = ("indptr", "doc", "tf", "lengths")
+
+
+@dataclass
+class Snapshot:
+    ids: np.ndarray            # object array of fragment ids, in the base's document order
+    content_hashes: np.ndarray
+    text_hashes: np.ndarray
+    vocabulary: list[str]      # token ids are positions in this list
+    postings: Postings
+    vectors: np.ndarray | None  # float32 rows in document order (memory-mapped), when saved with them
+
+
+def folder(db_path: Path) -> Path:
+    return Path(db_path).with_name(Path(db_path).name + ".index")
+
+
+def _meta(model: str, chunker: str) -> dict:
+    return {"format": FORMAT, "model": model, "chunker": chunker}
+
+
+def load(db_path: Path, *, model: str, chunker: str) -> Snapshot | None:
+    """The current snapshot, or None when there is none usable."""
+    root = folder(db_path)
+    try:
+        name = (root / "CURRENT").read_text().strip()
+        if not name.startswith("base-") or "/" in name or name.startswith("base-."):
+            return None
+        where = root / name
+        meta = json.loads((where / "meta.json").read_text())
+        if {k: meta.get(k) for k in ("format", "model", "chunker")} != _meta(model, chunker):
+            return None
+        docs = json.loads((where / "docs.json").read_text())
+        vocabulary = json.loads((where / "vocab.json").read_text())
+        arrays = {k: np.load(where / f"{k}.npy", mmap_mode="r", allow_pickle=False) for k in POSTINGS}
+        n = len(docs["ids"])
+        postings = Postings(arrays["indptr"], arrays["doc"], arrays["tf"], arrays["lengths"])
+        if (len(docs["content"]) != n or len(docs["text"]) != n or postings.n != n
+                or postings.vocab_size > len(vocabulary) or not all(isinstance(t, str) for t in vocabulary)):
+            return None
+        postings.check()
+        vectors = None
+        if (where / "vectors.npy").is_file():
+            vectors = np.load(where / "vectors.npy", mmap_mode="r", allow_pickle=False)
+            if vectors.dtype != np.float32 or vectors.ndim != 2 or vectors.shape[0] != n:
+                vectors = None
+        return Snapshot(np.array(docs["ids"], dtype=object), np.array(docs["content"], dtype=object),
+                        np.array(docs["text"], dtype=object), vocabulary, postings, vectors)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def save(db_path: Path, snapshot: Snapshot, *, model: str, chunker: str) -> bool:
+    """Write ``snapshot`` atomically and make it current; False when it cannot be written."""
+    root = folder(db_path)
+    try:
+        root.mkdir(exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix="tmp-", dir=root))
+        os.chmod(tmp, 0o777 & ~_umask())  # readable by whoever may read the workspace
+        try:
+            _write(tmp / "meta.json", json.dumps({**_meta(model, chunker), "n": int(snapshot.postings.n)}).encode())
+            _write(tmp / "docs.json", json.dumps({"ids": snapshot.ids.tolist(),
+                                                  "content": snapshot.content_hashes.tolist(),
+                                                  "text": snapshot.text_hashes.tolist()}).encode())
+            _write(tmp / "vocab.json", json.dumps(snapshot.vocabulary).encode())
+            p = snapshot.postings
+            for name, array in (("indptr", p.indptr), ("doc", p.doc), ("tf", p.tf), ("lengths", p.lengths)):
+                _save_array(tmp / f"{name}.npy", np.ascontiguousarray(array))
+            if snapshot.vectors is not None:
+                _save_array(tmp / "vectors.npy", np.ascontiguousarray(snapshot.vectors, dtype=np.float32))
+            serial = 1 + max((int(p.name[5:]) for p in root.glob("base-*") if p.name[5:].isdigit()), default=0)
+            final = root / f"base-{serial}"
+            os.rename(tmp, final)
+            _write(root / "CURRENT", final.name.encode())
+            _fsync_dir(root)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+        for old in root.iterdir():  # earlier bases and folders of writers that were killed
+            if old.is_dir() and old.name != final.name and (old.name.startswith("base-") or old.name.startswith("tmp-")):
+                if old.name.startswith("tmp-") and _young(old):
+                    continue  # another process may be writing it right now
+                shutil.rmtree(old, ignore_errors=True)
+        return True
+    except OSError:
+        return False
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _young(path: Path, seconds: float = 600) -> bool:
+    import time
+
+    try:
+        return time.time() - path.stat().st_mtime < seconds
+    except OSError:
+        return False
+
+
+def _write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _save_array(path: Path, array: np.ndarray) -> None:
+    with open(path, "wb") as f:
+        np.save(f, array, allow_pickle=False)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
