@@ -9,18 +9,23 @@ not depend on the vector values. Queries are the golden queries, embedded for re
 It measures our path (bm25s + numpy exact dense) and, in the same run, the
 DuckDB-native path (FTS + exact SQL cosine scan) through the same pipeline, and reports
 p50/p95 per stage, end to end, ingest throughput, re-ingest and rebuild times, and
-peak memory.
+peak memory. Also, per embedder backend (onnx, torch), query embedding p50/p95 and the
+corpus embedding rate (embedding.py); the cold CLI, `workbench search` as a fresh process
+on the sample workspace and on the synthetic one (cold.py); and the TUI's first paint.
+With ``busy`` > 0 every latency figure is measured a second time with that many busy-loop
+processes running (busy.py), reported under ``"busy"``.
 
 It lives in the checkout, not in the package: it reads ``sample_corpus/`` next to this folder,
 runs ``firstpaint.py`` from this folder as a script, and keeps its benchmark-only SQL in
-``bench_sql.py``. `workbench bench` loads this file by path (``importlib.util.spec_from_file_location``)
-and calls ``run``, so it imports ``workbench`` as an installed package and its siblings by path,
-never relatively.
+``bench_sql.py`` (and its other parts in busy.py, cold.py and embedding.py). `workbench bench`
+loads this file by path (``importlib.util.spec_from_file_location``) and calls ``run``, so it
+imports ``workbench`` as an installed package and its siblings by path, never relatively.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import random
 import re
 import resource
@@ -131,21 +136,47 @@ def seed_vectors(wb, pool: list[np.ndarray], seed: int = 7) -> None:
 
 
 def run(n: int, *, queries: int = 100, workdir: Path | None = None, progress: Callable[[str], None] | None = None,
-        keep: bool = False, tui_runs: int = 3, idle_s: float = 10.0) -> dict[str, Any]:
+        keep: bool = False, tui_runs: int = 3, idle_s: float = 10.0, busy: int = 0, cold_runs: int = 5,
+        corpus_texts: int = 256) -> dict[str, Any]:
     """The benchmark at ``n`` fragments (see the module docstring); ``tui_runs`` and ``idle_s`` set
-    how many times the TUI probes run and how long the "open after idle" spell lasts."""
+    how many times the TUI probes run and how long the "open after idle" spell lasts.
+
+    ``busy`` > 0 measures every latency figure twice, idle and then with that many busy-loop
+    processes running (busy.py; they never outlive the block), and reports the second set under
+    ``"busy"`` with the same keys. ``cold_runs`` timed cold `workbench search` processes per
+    workspace (0 skips them); ``corpus_texts`` texts for the corpus embedding rate."""
     from workbench.service import Workbench
 
     say = progress or (lambda msg: None)
+    busy_mod, cold, emb = _sibling("busy"), _sibling("cold"), _sibling("embedding")
+    started = {"at": datetime.now().astimezone().isoformat(timespec="seconds"),
+               "load_avg": [round(x, 2) for x in os.getloadavg()]}
     root = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="workbench-bench-"))
+    measured: dict[str, dict[str, Any]] = {"idle": {}, "busy": {}}
+
+    def phases(name: str, label: str, measure: Callable[[], Any]) -> None:
+        """``measure()`` idle, then (with ``busy``) again under the busy loops."""
+        say(label)
+        measured["idle"][name] = measure()
+        if busy:
+            say(f"{label}, with {busy} busy process{'es' if busy > 1 else ''}")
+            with busy_mod.busy(busy):
+                measured["busy"][name] = measure()
+
     try:
-        files, ws = root / "files", root / "ws"
+        files, ws, sample = root / "files", root / "ws", root / "sample"
         ws.mkdir(parents=True, exist_ok=True)
         (ws / "workbench.yaml").write_text(yaml.safe_dump(_config(), sort_keys=False), encoding="utf-8")
         say(f"writing {n} synthetic fragment files")
         synthesize(n, files)
         golden = yaml.safe_load((SAMPLE / "golden.yaml").read_text(encoding="utf-8"))["queries"]
         texts = [q["query"] for q in golden][:queries]
+        say("sample workspace (for the cold CLI and the corpus embedding rate)")
+        with Workbench.init(sample, config=SAMPLE / "workbench.yaml") as swb:
+            sample_report = swb.ingest([SAMPLE / "fragments"], actor="kb.sync")
+            assert not sample_report.errors, sample_report.errors[:3]
+            swb.warm()  # as `workbench index` (the Makefile's workspace) leaves it
+            corpus = emb.corpus_texts(swb, "kb.sync", corpus_texts)  # the sync service sees it all
         with Workbench.open(ws) as wb:
             say("ingest")
             t = time.perf_counter()
@@ -162,12 +193,11 @@ def run(n: int, *, queries: int = 100, workdir: Path | None = None, progress: Ca
             index.vectors()
             index.lexical("bm25s")
             index_build_s = time.perf_counter() - t
-            say("queries")
             wb.search("warm up", principal="agent", trace=False)
-            ours = _measure(wb, texts, lexical="bm25s", dense="numpy")
-            say("baseline (DuckDB FTS + exact SQL scan)")
             wb.search("warm up", principal="agent", lexical="duckdb-fts", dense="duckdb", trace=False)
-            base = _measure(wb, texts, lexical="duckdb-fts", dense="duckdb")
+            phases("ours", "queries", lambda: _measure(wb, texts, lexical="bm25s", dense="numpy"))
+            phases("base", "baseline (DuckDB FTS + exact SQL scan)",
+                   lambda: _measure(wb, texts, lexical="duckdb-fts", dense="duckdb"))
             say("one edit, one rebuild")
             first = wb.list(principal="lead0")[0]
             wb.edit(first.id, first.body + "\n\nEdited for the benchmark.", reason="bench", actor="lead0")
@@ -179,25 +209,71 @@ def run(n: int, *, queries: int = 100, workdir: Path | None = None, progress: Ca
             lexical_rebuild_ms = (time.perf_counter() - t) * 1000
             dense_paths = dense_comparison(rebuilt, wb, n)
             wb.warm()  # as `workbench index` leaves it (and the TUI, once its model has loaded)
-        say("TUI first paint")
-        paint = first_paint(ws, "lead0", runs=tui_runs)
-        say("TUI: first search after launch, open after idle, quit")
-        paint["flow"] = tui_flow(ws, "lead0", texts[0], first.id, runs=tui_runs, idle_s=idle_s)
-        ours_p50, base_p50 = ours["search_ms"]["p50"], base["search_ms"]["p50"]
-        return {
-            "fragments": n, "queries": len(texts), "principal": "agent", "visible_share": ours["visible_share"],
-            "search_ms": ours["search_ms"], "stages_ms": ours["stages_ms"],
-            "baseline_search_ms": base["search_ms"], "baseline_stages_ms": base["stages_ms"],
-            "speedup_p50": round(base_p50 / ours_p50, 2) if ours_p50 else None,
+            backend = getattr(wb.embedder, "backend", "torch")
+            peak_rss_mb = _peak_rss_mb()  # before this process loads the other backend too
+            made = emb.embedders()
+            phases("query_embed_ms", "query embedding per backend", lambda: emb.query_embedding(made, texts))
+            say(f"corpus embedding per backend ({len(corpus)} texts)")
+            corpus_rate = emb.corpus_rate(made, corpus)
+            agreement = emb.agreement(made, texts)
+        phases("tui_first_paint_s", "TUI first paint", lambda: _tui(ws, texts[0], first.id, tui_runs, idle_s, say))
+        if cold_runs:
+            phases("cold_cli", f"cold CLI: {cold_runs} fresh `workbench search` processes per workspace",
+                   lambda: _cold(cold, sample, ws, cold_runs, backend))
+        figures = {phase: _figures(found) for phase, found in measured.items() if found}
+        idle = figures["idle"]
+        result = {
+            "fragments": n, "queries": len(texts), "principal": "agent", "visible_share": idle.pop("visible_share"),
+            **idle,
             "ingest_fragments_per_s": round(n / ingest_s, 1), "ingest_s": round(ingest_s, 2),
             "reingest_unchanged_s": round(reingest_s, 2), "index_build_s": round(index_build_s, 2),
             "edit_rebuild_index_ms": round(rebuild_index_ms, 1), "lexical_rebuild_ms": round(lexical_rebuild_ms, 1),
-            "dense_paths": dense_paths, "tui_first_paint_s": paint,
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "dense_paths": dense_paths, "embedder_backend": backend, "corpus_embed": corpus_rate,
+            "backend_agreement_min_cosine": agreement,
+            "peak_rss_mb": peak_rss_mb, "peak_rss_mb_end": _peak_rss_mb(),
+            "busy_processes": busy, "busy": None,
+            "machine": {"cpus": os.cpu_count(), "started_at": started["at"], "load_avg_start": started["load_avg"],
+                        "load_avg_end": [round(x, 2) for x in os.getloadavg()]},
         }
+        if busy:
+            result["busy"] = {k: v for k, v in figures["busy"].items() if k != "visible_share"}
+        return result
     finally:
         if not keep and workdir is None:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def _peak_rss_mb() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def _figures(found: dict[str, Any]) -> dict[str, Any]:
+    """One phase's latency figures under the result's keys."""
+    ours, base = found["ours"], found["base"]
+    ours_p50, base_p50 = ours["search_ms"]["p50"], base["search_ms"]["p50"]
+    out = {"visible_share": ours["visible_share"], "search_ms": ours["search_ms"], "stages_ms": ours["stages_ms"],
+           "baseline_search_ms": base["search_ms"], "baseline_stages_ms": base["stages_ms"],
+           "speedup_p50": round(base_p50 / ours_p50, 2) if ours_p50 else None,
+           "query_embed_ms": found["query_embed_ms"], "tui_first_paint_s": found["tui_first_paint_s"]}
+    if "cold_cli" in found:
+        out["cold_cli"] = found["cold_cli"]
+    return out
+
+
+def _tui(ws: Path, query: str, fragment_id: str, runs: int, idle_s: float, say: Callable[[str], None]) -> dict:
+    paint = first_paint(ws, "lead0", runs=runs)
+    say("TUI: first search after launch, open after idle, quit")
+    paint["flow"] = tui_flow(ws, "lead0", query, fragment_id, runs=runs, idle_s=idle_s)
+    return paint
+
+
+def _cold(cold: ModuleType, sample: Path, ws: Path, runs: int, backend: str) -> dict[str, Any]:
+    """Cold `workbench search` on the sample workspace (as marco.bianchi) and the synthetic one (as
+    agent), with the workspace's embedder; and on the sample with torch when that is not the default."""
+    out = {"sample": cold.cold_cli(sample, "marco.bianchi", runs), "synthetic": cold.cold_cli(ws, "agent", runs)}
+    if backend != "torch":
+        out["sample_torch"] = cold.cold_cli(sample, "marco.bianchi", runs, env={"WORKBENCH_EMBEDDER": "torch"})
+    return out
 
 
 def first_paint(workspace: Path, principal: str, runs: int = 3) -> dict[str, Any]:

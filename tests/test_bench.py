@@ -6,12 +6,60 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+COLD_SH = BENCHMARKS / "cold.sh"
+MARK = "workbench-bench-busy-loop"  # benchmarks/busy.py puts it in each loop's command line
+
+
+def busy_loop(pid: int) -> bool:
+    """Whether ``pid`` is a live (not zombie) busy loop of benchmarks/busy.py (read from /proc)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return MARK.encode() in cmdline and state != "Z"
+
+
+def eventually(check, timeout: float = 10) -> bool:
+    """``check()`` within ``timeout`` seconds (a process just spawned may still be in execve, with an
+    empty /proc cmdline; one just killed may not be gone yet)."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def busy_loops_of(parent: int) -> list[int]:
+    """The live busy loops whose parent is ``parent``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == parent and busy_loop(int(entry.name)):
+                found.append(int(entry.name))
+    return found
+
+
+def cpu_ticks(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
 
 
 def load(name: str, folder: Path = BENCHMARKS):
@@ -23,9 +71,23 @@ def load(name: str, folder: Path = BENCHMARKS):
 
 
 @pytest.mark.slow
-def test_bench_run_reports_the_documented_fields(tmp_path):
+def test_bench_run_reports_the_documented_fields(tmp_path, monkeypatch, capsys):
+    """One small run with one busy process: every figure idle and busy, and the busy loop gone after."""
+    bench = load("bench")
+    busy_mod = bench._sibling("busy")
+    real, started = busy_mod.busy, []
+
+    @contextmanager
+    def watched(n):
+        with real(n) as pids:
+            assert len(pids) == n and eventually(lambda: all(busy_loop(pid) for pid in pids))
+            started.extend(pids)
+            yield pids
+
+    monkeypatch.setattr(busy_mod, "busy", watched)
     said: list[str] = []
-    data = load("bench").run(60, queries=3, workdir=tmp_path / "bench", progress=said.append, tui_runs=1, idle_s=1.0)
+    data = bench.run(60, queries=3, workdir=tmp_path / "bench", progress=said.append, tui_runs=1, idle_s=1.0,
+                     busy=1, cold_runs=1, corpus_texts=16)
     assert {"fragments", "search_ms", "stages_ms", "baseline_search_ms", "speedup_p50", "ingest_fragments_per_s",
             "peak_rss_mb"} <= set(data)
     assert set(data["stages_ms"]) == {"embed", "lexical", "dense", "fusion", "compose"}
@@ -35,7 +97,32 @@ def test_bench_run_reports_the_documented_fields(tmp_path):
     paint = data["tui_first_paint_s"]  # benchmarks/firstpaint.py, spawned as a script
     assert paint.get("rows", 0) > 0 and "error" not in paint["flow"], paint
     assert said[0] == "writing 60 synthetic fragment files" and "TUI first paint" in said
+    # issue 13's figures: per embedder backend, the cold CLI, and all latency figures again with a busy core
+    embed = data["query_embed_ms"]
+    assert set(embed) == {"onnx", "torch"} and embed["torch"]["p50"] > 0, embed
+    assert data["corpus_embed"]["torch"]["fragments_per_s"] > 0 and data["corpus_embed"]["torch"]["texts"] == 16
+    assert data["embedder_backend"] in ("onnx", "torch") and data["peak_rss_mb_end"] >= data["peak_rss_mb"] > 0
+    cold = data["cold_cli"]
+    for name in ("sample", "synthetic"):
+        assert "error" not in cold[name], cold[name]
+        assert 0 < cold[name]["min_s"] <= cold[name]["median_s"] <= cold[name]["max_s"] and cold[name]["runs"] == 1
+        assert 50 < cold[name]["peak_rss_mb"] < data["peak_rss_mb"], cold[name]  # the child's, not ours
+    assert "--as marco.bianchi" in cold["sample"]["command"] and "--as agent" in cold["synthetic"]["command"]
+    assert data["busy_processes"] == 1 and len(started) == 5  # queries, baseline, embedding, TUI, cold CLI
+    busy = data["busy"]
+    assert set(busy) == {"search_ms", "stages_ms", "baseline_search_ms", "baseline_stages_ms", "speedup_p50",
+                         "query_embed_ms", "tui_first_paint_s", "cold_cli"}
+    assert busy["search_ms"]["p50"] > 0 and busy["query_embed_ms"]["torch"]["p50"] > 0
+    assert busy["cold_cli"]["sample"]["median_s"] > 0 and "error" not in busy["tui_first_paint_s"]["flow"]
+    assert not [pid for pid in started if busy_loop(pid)] and not busy_loops_of(os.getpid())
+    assert data["machine"]["cpus"] >= 1 and len(data["machine"]["load_avg_start"]) == 3
     json.dumps(data)  # the documented contract is JSON
+    from workbench.cli.bench_command import print_result
+
+    print_result(data)
+    shown = capsys.readouterr().out
+    assert "busy p50" in shown and "cold search (s)" in shown and "query embedding (ms)" in shown
+    assert "TUI first paint (1 busy)" in shown
 
 
 def test_synthetic_fragments_are_valid_and_scoped(tmp_path):
@@ -93,3 +180,121 @@ def test_bench_command_loads_the_benchmark_by_path(cli, tmp_path):
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == {"fragments": 12, "queries": 2, "workdir": "None", "stub": True}
     assert "stub" in r.stderr
+
+
+def test_bench_command_passes_busy_and_cold_runs_on(cli, tmp_path):
+    """`--busy N` and `--cold-runs R` reach run(...) (only when given: an older run() need not take
+    them, as the stub above shows); out-of-range values are a one-line error."""
+    (tmp_path / "bench.py").write_text(
+        "def run(n, *, queries=100, workdir=None, progress=None, **options):\n"
+        "    return {'options': options}\n")
+    env = {"WORKBENCH_BENCHMARKS": str(tmp_path)}
+    r = cli("bench", "--fragments", "12", "--busy", "2", "--cold-runs", "0", "--json", env=env)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == {"options": {"busy": 2, "cold_runs": 0}}
+    for bad in (["--busy", "33"], ["--busy=-1"], ["--cold-runs=-2"]):
+        r = cli("bench", *bad, env=env)
+        assert r.returncode == 2 and "--busy takes 0 to 32 processes" in r.stderr, (bad, r.stderr)
+
+
+def test_busy_loops_spin_for_the_block_and_end_with_it_even_on_ctrl_c():
+    busy = load("busy")
+    with pytest.raises(KeyboardInterrupt):
+        with busy.busy(2) as pids:
+            assert len(set(pids)) == 2 and eventually(lambda: sorted(busy_loops_of(os.getpid())) == sorted(pids))
+            deadline = time.monotonic() + 10
+            while min(cpu_ticks(p) for p in pids) < 5 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert min(cpu_ticks(p) for p in pids) >= 5  # they burn CPU
+            raise KeyboardInterrupt
+    assert not [p for p in pids if busy_loop(p)] and not busy_loops_of(os.getpid())
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])
+def test_no_busy_loop_outlives_the_benchmark_process(sig):
+    """Ctrl-C (the ``finally``) and kill -9 of the benchmark (the loop sees its parent gone)."""
+    code = ("import importlib.util, sys, time\n"
+            f"spec = importlib.util.spec_from_file_location('busy', {str(BENCHMARKS / 'busy.py')!r})\n"
+            "busy = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(busy)\n"
+            "with busy.busy(1) as pids:\n    print(pids[0], flush=True)\n    time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True)
+    try:
+        pid = int(proc.stdout.readline())
+        assert eventually(lambda: busy_loop(pid))
+        proc.send_signal(sig)
+        proc.wait(timeout=30)
+        assert eventually(lambda: not busy_loop(pid))
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_the_cold_timer_reports_the_child_own_usage(tmp_path):
+    """Peak RSS is the command's own, not the (large) benchmark process's: a child spawned directly
+    would start from its parent's RSS."""
+    cold = load("cold")
+    ballast = b"x" * (400 * 2**20)  # this process is big now
+    small = cold.run_once([sys.executable, "-c", "pass"])
+    big = cold.run_once([sys.executable, "-c", "b = b'x' * (300 * 2**20)"])
+    assert len(ballast) and small["code"] == 0 and small["rss_mb"] < 150 and 300 <= big["rss_mb"] < 450
+    assert 0 < small["wall_s"] < big["wall_s"] + 5 and small["cpu_s"] >= 0
+    failed = cold.run_once([sys.executable, "-c", "import sys; sys.exit('no such thing')"])
+    assert failed["code"] == 1 and failed["stderr"] == ["no such thing"]
+
+
+def cold_sh(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    from conftest import WORKBENCH_BIN
+
+    return subprocess.run([str(COLD_SH), *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "WORKBENCH": str(WORKBENCH_BIN), **(env or {})})
+
+
+def summary(out: str) -> tuple[float, float, float]:
+    line = next(x for x in out.splitlines() if x.startswith("wall s:")).split()
+    assert line[2::2] == ["min", "median", "max"], line
+    return float(line[3]), float(line[5]), float(line[7])
+
+
+@pytest.mark.parametrize("timer", ["time", "python"])
+def test_cold_sh_times_a_command_on_a_workspace(sample_workspace, timer):
+    """`cold.sh 2 --workspace W -- list ...`: a command after -- replaces the search (a cheap one
+    here); min <= median <= max over 2 runs, by /usr/bin/time or by Python's clock."""
+    if timer == "time" and not Path("/usr/bin/time").is_file():
+        pytest.skip("no /usr/bin/time here")
+    r = cold_sh("2", "--workspace", str(sample_workspace), "--", "list", "--as", "marco.bianchi",
+                env={"COLD_SH_TIMER": timer})
+    assert r.returncode == 0, r.stderr
+    lo, mid, hi = summary(r.stdout)
+    assert 0 < lo <= mid <= hi and "runs: 2" in r.stdout
+    assert r.stdout.splitlines()[0].endswith(f"--workspace {sample_workspace} list --as marco.bianchi")
+    assert float(r.stdout.split("max RSS: ")[1].split()[0]) > 10
+    assert "first run (not counted)" in r.stderr and "run 2/2" in r.stderr and "run 3/" not in r.stderr
+
+
+def test_cold_sh_times_the_search_on_the_sample_workspace(sample_workspace):
+    """The default command, `workbench search "customer charged twice on retry" --as marco.bianchi`."""
+    r = cold_sh("2", "--workspace", str(sample_workspace))
+    assert r.returncode == 0, r.stderr
+    assert 'search "customer charged twice on retry" --as marco.bianchi' in r.stdout.splitlines()[0]
+    lo, mid, hi = summary(r.stdout)
+    assert 0 < lo <= mid <= hi and "cpu s: median" in r.stdout
+
+
+def test_cold_sh_says_what_is_wrong(sample_workspace, tmp_path):
+    for args, code, message in [(("0",), 2, "RUNS must be a positive whole number"),
+                                (("2", "--bogus"), 2, "unexpected argument '--bogus'"),
+                                (("1", "--workspace", str(tmp_path / "none")), 2, "no workspace folder"),
+                                (("1", "--workspace", str(sample_workspace), "--", "--bogus"), 1,
+                                 "no such option '--bogus'")]:
+        r = cold_sh(*args)
+        assert r.returncode == code and message in r.stderr, (args, r.stderr)
+
+
+@pytest.mark.slow
+def test_cold_sh_builds_the_demo_workspace_by_default():
+    r = cold_sh("2")
+    assert r.returncode == 0, r.stderr
+    assert "building the demo workspace" in r.stderr and "--as marco.bianchi" in r.stdout
+    lo, mid, hi = summary(r.stdout)
+    assert 0 < lo <= mid <= hi
