@@ -25,6 +25,7 @@ imports ``workbench`` as an installed package and its siblings by path, never re
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import random
 import re
@@ -137,14 +138,16 @@ def seed_vectors(wb, pool: list[np.ndarray], seed: int = 7) -> None:
 
 def run(n: int, *, queries: int = 100, workdir: Path | None = None, progress: Callable[[str], None] | None = None,
         keep: bool = False, tui_runs: int = 3, idle_s: float = 10.0, busy: int = 0, cold_runs: int = 5,
-        corpus_texts: int = 256) -> dict[str, Any]:
+        corpus_texts: int = 256, scan_rows: int = 0) -> dict[str, Any]:
     """The benchmark at ``n`` fragments (see the module docstring); ``tui_runs`` and ``idle_s`` set
     how many times the TUI probes run and how long the "open after idle" spell lasts.
 
     ``busy`` > 0 measures every latency figure twice, idle and then with that many busy-loop
     processes running (busy.py; they never outlive the block), and reports the second set under
     ``"busy"`` with the same keys. ``cold_runs`` timed cold `workbench search` processes per
-    workspace (0 skips them); ``corpus_texts`` texts for the corpus embedding rate."""
+    workspace (0 skips them); ``corpus_texts`` texts for the corpus embedding rate. ``scan_rows`` > 0
+    also runs dense_scan.py (exact float32 against int8 with exact re-scoring, top 100) on that many
+    synthetic vectors, in a process of its own (idle, and busy when ``busy``), under ``"dense_scan"``."""
     from workbench.service import Workbench
 
     say = progress or (lambda msg: None)
@@ -200,13 +203,21 @@ def run(n: int, *, queries: int = 100, workdir: Path | None = None, progress: Ca
                    lambda: _measure(wb, texts, lexical="duckdb-fts", dense="duckdb"))
             say("one edit, one rebuild")
             first = wb.list(principal="lead0")[0]
-            wb.edit(first.id, first.body + "\n\nEdited for the benchmark.", reason="bench", actor="lead0")
+            marker = "zebrafinch quokka"  # words no other fragment has: the edit is what a search finds
+            wb.edit(first.id, first.body + f"\n\nEdited for the benchmark: {marker}.", reason="bench", actor="lead0")
             t = time.perf_counter()
             rebuilt = wb.search_index()
             rebuild_index_ms = (time.perf_counter() - t) * 1000
             t = time.perf_counter()
             rebuilt.lexical("bm25s")
             lexical_rebuild_ms = (time.perf_counter() - t) * 1000
+            second = wb.list(principal="lead0")[1]
+            wb.edit(second.id, second.body + f"\n\nEdited again: {marker} wombat.", reason="bench", actor="lead0")
+            t = time.perf_counter()  # from the edit's commit to a search (of the default pipeline) that finds it
+            found = wb.search(f"{marker} wombat", principal="lead0", trace=False)
+            edit_visible_ms = (time.perf_counter() - t) * 1000
+            if not found.hits or found.hits[0].id != second.id:
+                raise RuntimeError(f"the edited fragment {second.id} was not found first after the edit")
             dense_paths = dense_comparison(rebuilt, wb, n)
             wb.warm()  # as `workbench index` leaves it (and the TUI, once its model has loaded)
             backend = getattr(wb.embedder, "backend", "torch")
@@ -228,6 +239,7 @@ def run(n: int, *, queries: int = 100, workdir: Path | None = None, progress: Ca
             "ingest_fragments_per_s": round(n / ingest_s, 1), "ingest_s": round(ingest_s, 2),
             "reingest_unchanged_s": round(reingest_s, 2), "index_build_s": round(index_build_s, 2),
             "edit_rebuild_index_ms": round(rebuild_index_ms, 1), "lexical_rebuild_ms": round(lexical_rebuild_ms, 1),
+            "edit_visible_ms": round(edit_visible_ms, 1),
             "dense_paths": dense_paths, "embedder_backend": backend, "corpus_embed": corpus_rate,
             "backend_agreement_min_cosine": agreement,
             "peak_rss_mb": peak_rss_mb, "peak_rss_mb_end": _peak_rss_mb(),
@@ -237,10 +249,25 @@ def run(n: int, *, queries: int = 100, workdir: Path | None = None, progress: Ca
         }
         if busy:
             result["busy"] = {k: v for k, v in figures["busy"].items() if k != "visible_share"}
+        if scan_rows:
+            say(f"dense scan on {scan_rows:,} synthetic vectors (dense_scan.py)")
+            result["dense_scan"] = dense_scan(scan_rows, busy=bool(busy))
         return result
     finally:
         if not keep and workdir is None:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def dense_scan(rows: int, *, busy: bool, queries: int = 50) -> dict[str, Any]:
+    """dense_scan.py's figures at ``rows`` vectors, from a process of its own (its GBs of vectors
+    must not count in this process's peak RSS)."""
+    import subprocess
+
+    cmd = [sys.executable, str(HERE / "dense_scan.py"), "--n", str(rows), "--queries", str(queries)]
+    done = subprocess.run(cmd + (["--busy"] if busy else []), capture_output=True, text=True, timeout=3600)
+    if done.returncode != 0:
+        return {"error": (done.stderr.strip().splitlines() or ["failed"])[-1]}
+    return json.loads(done.stdout)["runs"][0]
 
 
 def _peak_rss_mb() -> float:
@@ -326,7 +353,6 @@ def tui_flow(workspace: Path, principal: str, query: str, fragment_id: str, runs
 
 def _measure(wb, texts: list[str], *, lexical: str, dense: str) -> dict[str, Any]:
     from workbench.retrieval.compose import compose
-    from workbench.retrieval.embedder import count_tokens, count_tokens_many
 
     totals, stages = [], {"embed": [], "lexical": [], "dense": [], "fusion": [], "compose": []}
     index = wb.search_index()
@@ -338,8 +364,8 @@ def _measure(wb, texts: list[str], *, lexical: str, dense: str) -> dict[str, Any
         for name in ("embed", "lexical", "dense", "fusion"):
             stages[name].append(result.stages_ms.get(name, 0.0))
         t = time.perf_counter()
-        compose([], result.hits, result.avoid, budget=3200, query=text, count=count_tokens,
-                count_many=count_tokens_many)
+        compose([], result.hits, result.avoid, budget=3200, query=text, count=wb.index.tokens.count,
+                count_many=wb.index.tokens.count_many)  # as `context` counts: memoised per workspace
         stages["compose"].append((time.perf_counter() - t) * 1000)
     return {"search_ms": _pct(totals), "stages_ms": {k: _pct(v) for k, v in stages.items()},
             "visible_share": round(visible, 3)}

@@ -168,9 +168,9 @@ def test_every_write_in_the_service_goes_through_the_policy():
 
 
 def test_only_the_index_manager_writes_derived_data():
-    """Vectors, PageRank, the FTS index and SimHashes are written in one place (retrieval/manager.py):
-    no read path elsewhere quietly writes derived data."""
-    writes = re.compile(r"\.(put_embeddings|put_authority|touch_authority|build_fts|put_simhashes)\(")
+    """Vectors, PageRank, the FTS index, SimHashes and the index snapshot are written in one place
+    (retrieval/manager.py): no read path elsewhere quietly writes derived data."""
+    writes = re.compile(r"\.(put_embeddings|put_authority|touch_authority|build_fts|put_simhashes)\(|snapshot\.save\(")
     offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "workbench").rglob("*.py")
                  if "store" not in p.relative_to(ROOT / "workbench").parts[:1]
                  and p.name != "manager.py" and writes.search(p.read_text())]

@@ -298,3 +298,12 @@ def test_cold_sh_builds_the_demo_workspace_by_default():
     assert "building the demo workspace" in r.stderr and "--as marco.bianchi" in r.stdout
     lo, mid, hi = summary(r.stdout)
     assert 0 < lo <= mid <= hi
+
+
+def test_the_dense_scan_figures_come_from_a_process_of_their_own():
+    bench = load("bench")
+    found = bench.dense_scan(3000, busy=False, queries=3)
+    assert found["n"] == 3000 and found["queries"] == 3, found
+    idle = found["idle"]
+    assert idle["exact_ms"]["p50"] > 0 and idle["int8_ms"]["p50"] > 0, idle
+    assert idle["int8_recall_at_100"]["min"] >= 0.99 and idle["int8_max_score_difference"] == 0.0, idle

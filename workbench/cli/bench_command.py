@@ -20,7 +20,7 @@ from .options import INT, command, json_option
 from .render import emit_json, table
 
 COLD_RUNS, MAX_BUSY = 5, 32
-DEFAULTS = {"busy": 0, "cold_runs": COLD_RUNS}  # not passed on when unchanged: an older run() need not take them
+DEFAULTS = {"busy": 0, "cold_runs": COLD_RUNS, "scan_rows": 0}  # not passed on when unchanged: an older run() need not take them
 MISSING = "workbench bench runs from a source checkout: benchmarks/bench.py not found (set WORKBENCH_BENCHMARKS)"
 
 
@@ -61,15 +61,19 @@ def load_run() -> Callable[..., dict[str, Any]]:
               help=f"cold `workbench search` processes timed per workspace (default {COLD_RUNS}; 0 skips them)")
 @click.option("--keep", metavar="DIR", help="build the workspace in DIR and keep it")
 @json_option()
-def bench(fragments, queries, busy, cold_runs, keep, as_json):
+@click.option("--scan-rows", type=INT, default=0, metavar="N",
+              help="also time the exact and int8 dense scans on N synthetic vectors (e.g. 1000000; default 0: skip)")
+def bench(fragments, queries, busy, cold_runs, keep, as_json, scan_rows):
     from ..errors import UserError
 
     if fragments < 10 or queries < 1:
         raise UserError("--fragments must be at least 10 and --queries at least 1")
     if not 0 <= busy <= MAX_BUSY or cold_runs < 0:
         raise UserError(f"--busy takes 0 to {MAX_BUSY} processes and --cold-runs 0 or more")
+    if scan_rows < 0:
+        raise UserError("--scan-rows takes 0 or more vectors")
     run = load_run()
-    extra = {k: v for k, v in (("busy", busy), ("cold_runs", cold_runs)) if v != DEFAULTS[k]}
+    extra = {k: v for k, v in (("busy", busy), ("cold_runs", cold_runs), ("scan_rows", scan_rows)) if v != DEFAULTS[k]}
     result = run(fragments, queries=queries, workdir=Path(keep) if keep else None,
                  progress=lambda msg: print(f"bench: {msg}", file=sys.stderr, flush=True), **extra)
     if as_json:
@@ -126,10 +130,14 @@ def print_result(result: dict[str, Any]) -> None:
               f"(sample: marco.bianchi; synthetic: agent)")
     print()
     for key in ("ingest_fragments_per_s", "reingest_unchanged_s", "index_build_s", "edit_rebuild_index_ms",
-                "lexical_rebuild_ms", "peak_rss_mb", "peak_rss_mb_end"):
+                "lexical_rebuild_ms", "edit_visible_ms", "peak_rss_mb", "peak_rss_mb_end"):
         if key in result:
             print(f"{key}: {result[key]}")
     print(f"dense paths: {result['dense_paths']}")
+    scan = result.get("dense_scan")
+    if scan:
+        print(f"dense scan at {scan.get('n', '?'):,} synthetic vectors: {scan}" if "error" not in scan
+              else f"dense scan: {scan['error']}")
     for label, figures in [("", result)] + ([(tag, busy)] if busy else []):
         paint = dict(figures.get("tui_first_paint_s") or {})
         flow = paint.pop("flow", None)
