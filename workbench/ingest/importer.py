@@ -11,6 +11,7 @@ who is the author of every version written (never a field of the file).
 from __future__ import annotations
 
 import hashlib
+import os
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -26,7 +27,7 @@ from .files import ParsedFragment, collect, parse_fragment, read_capped
 from .secrets import scan, scan_content
 
 Progress = Callable[[str, int, int], None]
-WRITE_CHUNK = 500
+WRITE_CHUNK = 10_000  # versions per bulk write (a progress step); each write joins against the whole table
 
 
 def check_semantics(parsed: ParsedFragment, config: WorkspaceConfig) -> None:
@@ -79,6 +80,7 @@ def read_files(paths: Iterable[str | Path], config: WorkspaceConfig, report: Ing
     file_rows: list[tuple[str, str, str, str]] = []
     known_files = known_files or {}
     current = current or {}
+    real_dirs: dict[str, str] = {}
     for path in files:
         name = str(path)
         try:
@@ -90,7 +92,7 @@ def read_files(paths: Iterable[str | Path], config: WorkspaceConfig, report: Ing
         except (OSError, UnicodeDecodeError) as e:
             report.errors.append({"file": name, "message": f"cannot read: {e}"})
             continue
-        key = str(path.resolve())
+        key = _real_path(path, real_dirs)
         digest = hashlib.sha256(raw).hexdigest()
         cached = known_files.get(key)
         if cached and cached[0] == digest and cached[1] not in seen and \
@@ -117,6 +119,18 @@ def read_files(paths: Iterable[str | Path], config: WorkspaceConfig, report: Ing
             overrides[item.id] = found
         file_rows.append((key, digest, item.id, item.content.content_hash()))
     return parsed, file_rows
+
+
+def _real_path(path: Path, real_dirs: dict[str, str]) -> str:
+    """``str(path.resolve())``, resolving each folder once: a file that is not a symlink resolves
+    to its folder's real path joined with its name."""
+    if path.is_symlink():
+        return str(path.resolve())
+    folder = str(path.parent)
+    real = real_dirs.get(folder)
+    if real is None:
+        real = real_dirs[folder] = str(path.parent.resolve())
+    return os.path.join(real, path.name)
 
 
 def _body_line(text: str, body: str) -> int:
@@ -147,12 +161,15 @@ def authorizer(actor: Principal, currents: dict[str, Fragment], principals) -> C
 def plan_writes(items: list, known: dict[str, tuple], report: IngestReport, *, now: datetime,
                 actor: str | None, reason: str | None, origin=lambda item: item.file,
                 authorize: Callable[[Any], str | None] | None = None, owner_verifies: bool = True,
-                ignored: set[str] | None = None) -> tuple[list[VersionWrite], list[tuple[str, datetime]]]:
+                ignored: set[str] | None = None, hashes: dict[str, str] | None = None
+                ) -> tuple[list[VersionWrite], list[tuple[str, datetime]]]:
     """Versions to append for ``items`` (anything with id, content, created, updated,
     verified and file): new fragments, changed ones; unchanged ones change nothing.
     ``actor`` is the author of every version; ``authorize`` (see ``authorizer``) refuses an item
     as a per-file error before anything about it is compared. A later ``verified`` date counts
-    as a verification of an existing fragment only when the actor is its owner."""
+    as a verification of an existing fragment only when the actor is its owner. ``hashes``: id →
+    content hash of items whose hash the caller computed already."""
+    hashes = hashes or {}
     writes: list[VersionWrite] = []
     newly_verified: list[tuple[str, datetime]] = []
     for item in items:
@@ -172,19 +189,20 @@ def plan_writes(items: list, known: dict[str, tuple], report: IngestReport, *, n
             verified = None
             if ignored is not None:
                 ignored.add(item.id)
+        digest = hashes.get(item.id) or item.content.content_hash()
         if current is None:
             at = item.updated or now
             writes.append(VersionWrite(item.id, 1, item.content, author, why, at, item.created or at,
-                                       verified, origin(item)))
+                                       verified, origin(item), digest))
             report.added.append(item.id)
-        elif current[0] == item.content.content_hash():
+        elif current[0] == digest:
             report.unchanged.append(item.id)
             if verified and (current[3] is None or verified > current[3]):
                 newly_verified.append((item.id, verified))
         else:
             at = item.updated if item.updated and item.updated > current[2] else now
             writes.append(VersionWrite(item.id, current[1] + 1, item.content, author, why, at, None,
-                                       verified, origin(item)))
+                                       verified, origin(item), digest))
             report.updated.append(item.id)
     return writes, newly_verified
 
@@ -201,7 +219,9 @@ def visible_ids(store: Store, actor: Principal, ids: Iterable[str]) -> set[str]:
 def ingest_files(store: Store, config: WorkspaceConfig, paths: Iterable[str | Path], *,
                  actor: Principal, reason: str | None = None,
                  progress: Progress | None = None, allow_secret: bool = False,
-                 dry_run: bool = False) -> IngestReport:
+                 dry_run: bool = False, written: list[VersionWrite] | None = None) -> IngestReport:
+    """Import the fragment files under ``paths`` as ``actor`` in one transaction (see the module
+    docstring). ``written`` receives the versions written, once they are committed."""
     report = IngestReport()
     known = store.hashes()
     overrides: dict[str, list[dict[str, str]]] = {}
@@ -212,7 +232,7 @@ def ingest_files(store: Store, config: WorkspaceConfig, paths: Iterable[str | Pa
     unverified: set[str] = set()
     writes, newly_verified = plan_writes(parsed, known, report, now=now, actor=actor.name, reason=reason,
                                          authorize=authorizer(actor, currents, config.principals),
-                                         ignored=unverified)
+                                         ignored=unverified, hashes={row[2]: row[3] for row in file_rows})
     refused = {e["file"] for e in report.errors}
     accepted = [p for p in parsed if p.file not in refused]
     batch_ids = {p.id for p in accepted}
@@ -244,4 +264,6 @@ def ingest_files(store: Store, config: WorkspaceConfig, paths: Iterable[str | Pa
         store.add_event("ingest", actor=actor.name, detail={"added": len(report.added),
                                                              "updated": len(report.updated),
                                                              "errors": len(report.errors)})
+    if written is not None:
+        written.extend(writes)
     return report

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Iterable
 
 from .. import policy
 from ..curate.pins import Pin, check_pin, from_row
 from ..errors import NotFound, UserError
 from ..ingest.files import parse_timestamp
-from ..models import Fragment, Principal, Scope
+from ..models import Content, Fragment, Principal, Scope
 from ..store.store import utcnow
 from .fragments import Fragments
 from .search import Retrieval
@@ -115,14 +116,31 @@ class Curation(Feature):
                only: list[str] | None = None) -> list[dict]:
         """Near-duplicate pairs (SimHash Hamming distance <= max_distance) among the active fragments
         the principal can see (``only``: pairs involving these ids)."""
+        return self.near_duplicates(self.principal(principal), max_distance=max_distance, only=only)
+
+    def near_duplicates(self, who: Principal, *, max_distance: int = 3, only: Iterable[str] | None = None,
+                        written: Iterable[Fragment] = ()) -> list[dict]:
+        """``dedupe`` for ``who``. Reads light rows (id, title, scope, owner, cached SimHash), not
+        whole fragments; only fragments whose SimHash is not cached are loaded (or taken from
+        ``written``: fragments just written, exactly as stored) and hashed by the IndexManager."""
         from ..rank.simhash import near_pairs
 
-        who = self.principal(principal)
-        fragments = [f for f in self.store.fragments(status="active") if policy.sees(who, f)]
-        by_id = {f.id: f for f in fragments}
-        pairs = near_pairs(self.ws.index.simhashes(fragments), max_distance, only=only)
-        return [{"a": a, "b": b, "distance": d, "a_title": by_id[a].title, "b_title": by_id[b].title,
-                 "same_org": by_id[a].scope.org == by_id[b].scope.org} for a, b, d in pairs]
+        rows, seen = [], {}
+        for row in self.store.simhash_rows():   # (id, title, content hash, org, repo, persona, session, owner, simhash)
+            key = row[3:8]
+            if key not in seen:  # policy.sees reads a fragment's scope and owner only
+                seen[key] = policy.sees(who, Content("note", "", "", Scope(*row[3:7]), row[7]))
+            if seen[key]:
+                rows.append(row)
+        hashes = {r[0]: int(r[8]) for r in rows if r[8] is not None}
+        missing = {r[0]: r[2] for r in rows if r[8] is None}
+        if missing:
+            given = [f for f in written if missing.get(f.id) == f.content_hash]
+            rest = sorted(set(missing).difference(f.id for f in given))
+            hashes.update(self.ws.index.simhashes(given + (self.store.fragments(ids=rest) if rest else [])))
+        by_id = {r[0]: r for r in rows}
+        return [{"a": a, "b": b, "distance": d, "a_title": by_id[a][1], "b_title": by_id[b][1],
+                 "same_org": by_id[a][3] == by_id[b][3]} for a, b, d in near_pairs(hashes, max_distance, only=only)]
 
     def merge(self, keep: str, drop: str, *, actor: str | Principal | None = None,
               reason: str | None = None) -> dict:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from .. import policy
 from ..errors import UserError, WorkbenchError
 from ..ingest.importer import Progress, authorizer, check_semantics, guard_secrets, ingest_files, plan_writes
-from ..models import IngestReport, Principal, Scope
+from ..models import Fragment, IngestReport, Principal, Scope
 from ..store.rows import VersionWrite
 from ..store.store import utcnow
 from .workspace import Feature, Workspace
@@ -96,15 +96,25 @@ class Ingestion(Feature):
         """Import fragment files as ``actor`` (the author of every version written). Each file is
         validated and authorized like any write; a file that fails is reported and skipped."""
         who = self.principal(actor)
+        written: list[VersionWrite] = []
         report = ingest_files(self.store, self.config, paths, actor=who, reason=reason, progress=progress,
-                              allow_secret=allow_secret, dry_run=dry_run)
-        changed = report.added + report.updated
-        if changed and not dry_run:  # near-duplicates the actor can see are reported at ingest
-            for pair in self.curation.dedupe(principal=who, only=changed):
-                report.warnings.append({"file": pair["b"] if pair["b"] in changed else pair["a"],
-                                        "message": f"near-duplicate: {pair['a']} and {pair['b']} "
-                                                   f"(SimHash distance {pair['distance']}); see `workbench dedupe`"})
+                              allow_secret=allow_secret, dry_run=dry_run, written=written)
+        if written:  # near-duplicates the actor can see are reported at ingest
+            report.warnings += self.near_duplicate_warnings(who, report.added + report.updated, written)
         return report
+
+    def near_duplicate_warnings(self, who: Principal, changed: list[str], written: list[VersionWrite]
+                                ) -> list[dict[str, str]]:
+        """One warning per near-duplicate pair (as ``workbench dedupe`` finds them for ``who``) that
+        involves a fragment this ingest changed. New fragments are handed over as written, so their
+        SimHash is computed without reading them back."""
+        changed_ids = set(changed)
+        new = [Fragment(w.fragment_id, w.number, w.content, w.content_hash or w.content.content_hash(),
+                        w.created_at or w.at, w.at, w.verified_at) for w in written if w.number == 1]
+        return [{"file": pair["b"] if pair["b"] in changed_ids else pair["a"],
+                 "message": f"near-duplicate: {pair['a']} and {pair['b']} "
+                            f"(SimHash distance {pair['distance']}); see `workbench dedupe`"}
+                for pair in self.curation.near_duplicates(who, only=changed, written=new)]
 
     def ingest_git(self, path: str | Path, *, include: list[str] | None = None, scope: Scope | str | None = None,
                    actor: str | Principal | None = None, owner: str | None = None, allow_secret: bool = False,

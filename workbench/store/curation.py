@@ -16,6 +16,13 @@ class CurationQueries:
         """content hash → simhash."""
         return {r[0]: int(r[1]) for r in self._q("SELECT content_hash, simhash FROM simhashes")}
 
+    def simhash_rows(self) -> list[tuple]:
+        """(id, title, content hash, org, repo, persona, session, owner, cached SimHash or None) of
+        every active fragment, by id: what near-duplicate detection reads instead of whole fragments."""
+        return self._q("SELECT f.id, f.title, f.content_hash, f.org, f.repo, f.persona, f.session, f.owner, "
+                       "s.simhash FROM fragments f LEFT JOIN simhashes s ON s.content_hash = f.content_hash "
+                       "WHERE f.status = 'active' ORDER BY f.id")
+
     def put_simhashes(self, values: dict[str, int]) -> bool:
         """Cache SimHashes (derived data): False, storing nothing, on a read-only workspace."""
         if not values or not self.can_store_derived():

@@ -54,13 +54,14 @@ class VersionWrite:
     created_at: datetime | None = None
     verified_at: datetime | None = None
     origin: str | None = None
+    content_hash: str | None = None  # ``content.content_hash()`` when the caller has it already (ingest)
 
     def row(self) -> dict[str, Any]:
         c = self.content
         data = c.to_dict()
         ts = lambda v: None if v is None else v.isoformat()  # noqa: E731
         return {"id": self.fragment_id, "version": self.number, "author": self.author, "written_at": ts(self.at),
-                "reason": self.reason, "content_hash": c.content_hash(), "content": data,
+                "reason": self.reason, "content_hash": self.content_hash or c.content_hash(), "content": data,
                 "kind": c.kind, "title": c.title, "body": c.body, **data["scope"], "owner": c.owner,
                 "status": c.status, "tags": data["tags"], "links": data["links"],
                 "supersedes": data["supersedes"], "sources": data["sources"], "details": data["details"],
