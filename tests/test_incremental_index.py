@@ -125,7 +125,7 @@ def test_a_fresh_process_loads_the_snapshot_instead_of_rebuilding(sample_workspa
         got = wb.search("customer charged twice on retry", principal="marco.bianchi", trace=False, now=NOW)
         index = wb.search_index()
         assert pages == []                                     # no text read to build anything
-        assert isinstance(index.vectors(), np.memmap)          # the vectors are the snapshot's, mapped
+        assert isinstance(index.vectors().base, np.memmap)     # the vectors are the snapshot's, mapped
         assert index.lexical("bm25").delta_size == 0
     assert [(h.id, h.score) for h in got.hits] == [(h.id, h.score) for h in expected.hits]
 

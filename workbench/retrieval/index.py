@@ -273,8 +273,8 @@ class SearchIndex:
         n = len(self.hashes)
         if seed is not None:
             seed_hashes, seed_matrix = seed
-            if seed_hashes == self.hashes:
-                return seed_matrix           # nothing changed: the same (possibly memory-mapped) rows
+            if seed_hashes == self.hashes:  # nothing changed: the same rows (memory-mapped from a snapshot,
+                return np.asarray(seed_matrix)  # as a plain array view: no np.memmap overhead per slice)
         out = np.zeros((n, self.embedder.dim), dtype=np.float32)
         have = np.zeros(n, dtype=bool)
         if seed is not None:

@@ -187,8 +187,11 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, Overri
                     where.append(f"{level} = ?")
                     params.append(value)
         if ids is not None:
-            where.append("list_contains(?, id)")
-            params.append(list(ids))
+            ids = list(ids)
+            if not ids:
+                return []
+            where.append(f"id IN ({', '.join('?' * len(ids))})")  # a key lookup (list_contains scans)
+            params.extend(ids)
         sql = f"SELECT {_FRAGMENT_COLS} FROM fragments"
         if where:
             sql += " WHERE " + " AND ".join(where)
