@@ -334,6 +334,7 @@ def hits_from(index: SearchIndex, ranking: Ranking, settings: Settings, *, for_c
         if i not in conf:  # confidences in blocks, for what is looked at only
             block_of = ranking.order[position:position + block]
             conf.update(confidences(index, ranking, block_of) if calibrate else dict.fromkeys(block_of))
+            index.fragments_at(block_of)  # read the block's fragments from the store in one query
         pinned = i in ranking.pinned
         if not pinned and for_context and i in ranking.superseded and i not in ranking.named:
             continue
