@@ -228,3 +228,15 @@ def test_a_read_only_workspace_writes_no_snapshot(sample_workspace):
         os.chmod(sample_workspace, 0o755)
         os.chmod(db, 0o644)
     assert not snapshot.folder(db).exists()
+
+
+def test_more_hits_than_the_fragment_cache_holds(sample_wb, monkeypatch):
+    from workbench.retrieval import index as index_module
+
+    monkeypatch.setattr(index_module, "FRAGMENT_CACHE", 5)
+    index = sample_wb.search_index()
+    first = index.fragments_at(range(3))
+    everything = index.fragments_at(range(len(index.ids)))          # far more than the cache holds
+    assert [f.id for f in everything] == index.ids
+    assert [f.id for f in index.fragments_at([2, 1, 0, 40, 41, 42, 0])] == [index.ids[i] for i in (2, 1, 0, 40, 41, 42, 0)]
+    assert [f.id for f in first] == index.ids[:3]

@@ -103,19 +103,19 @@ class SearchIndex:
         positions = [int(i) for i in positions]
         wanted = [self.ids[i] for i in positions]
         with self._fetch_lock:
-            missing = [fid for fid in dict.fromkeys(wanted) if fid not in self._cache]
+            found = {fid: self._cache[fid] for fid in dict.fromkeys(wanted) if fid in self._cache}
+            for fid in found:
+                self._cache.move_to_end(fid)
+        missing = [fid for fid in dict.fromkeys(wanted) if fid not in found]
         if missing:
             loaded = self.source.load(missing)
+            for fid in missing:  # a fragment gone since this generation (a rolled-back add) gets a placeholder
+                found[fid] = loaded.get(fid) or _gone(fid)
             with self._fetch_lock:
-                for fid in missing:
-                    f = loaded.get(fid)
-                    if f is None:  # archived or deleted by another process since this generation
-                        f = _gone(fid)
-                    self._cache[fid] = f
-                while len(self._cache) > FRAGMENT_CACHE:
+                self._cache.update((fid, found[fid]) for fid in missing)
+                while len(self._cache) > FRAGMENT_CACHE:  # evicting never loses what this call returns
                     self._cache.popitem(last=False)
-        with self._fetch_lock:
-            return [self._cache[fid] for fid in wanted]
+        return [found[fid] for fid in wanted]
 
     def text(self, i: int) -> str:
         fid = self.ids[i]
