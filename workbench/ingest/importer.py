@@ -27,7 +27,7 @@ from .files import ParsedFragment, collect, parse_fragment, read_capped
 from .secrets import scan, scan_content
 
 Progress = Callable[[str, int, int], None]
-WRITE_CHUNK = 10_000  # versions per bulk write (a progress step); each write joins against the whole table
+WRITE_CHUNK = 4_000  # versions per bulk write (a progress step); each write joins against the whole table
 
 
 def check_semantics(parsed: ParsedFragment, config: WorkspaceConfig) -> None:
