@@ -119,6 +119,20 @@ def instrument() -> Phases:
     return phases
 
 
+def _count_calls(embedder: Any) -> dict[str, int]:
+    """Count this workspace's embedder calls (load, encode, encode_query) by wrapping them on the
+    instance, so a model another thread of the process loads is not counted."""
+    calls = {"load": 0, "encode": 0, "encode_query": 0}
+    for name in calls:
+        method = getattr(embedder, name)
+
+        def counted(*args: Any, _name: str = name, _method: Any = method, **kwargs: Any) -> Any:
+            calls[_name] += 1
+            return _method(*args, **kwargs)
+        setattr(embedder, name, counted)
+    return calls
+
+
 def _rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
@@ -162,6 +176,7 @@ def run(n: int, *, workdir: Path | None = None, profile: str | None = None) -> d
         phases = instrument()
         try:
             with Workbench.init(ws) as wb:
+                embedder_calls = _count_calls(wb.embedder)
                 if profile:
                     import cProfile
 
@@ -179,14 +194,15 @@ def run(n: int, *, workdir: Path | None = None, profile: str | None = None) -> d
                     raise SystemExit(f"re-ingest: {len(report.updated)} updated of {len(changed)} changed; "
                                      f"errors {report.errors[:3]}")
                 stored_vectors = wb.store.embedding_count(wb.embedder.name)
-                model_loaded = wb.index.model_loaded()
+                model_loaded = wb.index.model_loaded()  # process-wide: another thread may have loaded it
         finally:
             phases.restore()
         first["fragments_per_s"] = round(n / first["seconds"], 1)
         second["fragments_per_s"] = round(n / second["seconds"], 1)
         return {"fragments": n, "changed": len(changed), "synthesize_s": round(synth_s, 2),
                 "rss_before_ingest_mb": rss_before, "initial": first, "reingest_1pct_changed": second,
-                "embedding": {"model_loaded": model_loaded, "vectors_stored": stored_vectors},
+                "embedding": {"model_loaded": model_loaded, "embedder_calls": dict(embedder_calls),
+                              "vectors_stored": stored_vectors},
                 "peak_rss_mb": _rss_mb()}
     finally:
         if workdir is None:

@@ -213,7 +213,10 @@ def test_busy_loops_spin_for_the_block_and_end_with_it_even_on_ctrl_c():
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])
 def test_no_busy_loop_outlives_the_benchmark_process(sig):
     """Ctrl-C (the ``finally``) and kill -9 of the benchmark (the loop sees its parent gone)."""
-    code = ("import importlib.util, sys, time\n"
+    # a shell's background job (`cmd &`, as a CI runner may start the suite) ignores SIGINT, and a
+    # child inherits that: restore the terminal's Ctrl-C behaviour first
+    code = ("import importlib.util, signal, sys, time\n"
+            "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
             f"spec = importlib.util.spec_from_file_location('busy', {str(BENCHMARKS / 'busy.py')!r})\n"
             "busy = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(busy)\n"
             "with busy.busy(1) as pids:\n    print(pids[0], flush=True)\n    time.sleep(60)\n")

@@ -118,7 +118,8 @@ async def test_a_job_holding_the_workspace_never_freezes_the_ui(wb):
         t = time.perf_counter()
         await pilot.press("question_mark")  # the UI answers while the lock is held
         await pilot.pause()
-        assert name(app) == "HelpScreen" and time.perf_counter() - t < 2
+        # the job holds the lock up to 30 s: a frozen UI would answer after it, a busy machine well before
+        assert name(app) == "HelpScreen" and time.perf_counter() - t < 10
         await pilot.press("escape", "i")  # the inbox must wait for the workspace: it shows, then fills
         await pilot.pause()
         assert name(app) == "InboxScreen" and app.pending >= 1
