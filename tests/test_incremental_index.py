@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from workbench import Workbench
+from workbench.models import Scope
 from workbench.retrieval import snapshot
 from workbench.retrieval.lexical import Bm25, Vocabulary
 
@@ -240,3 +241,68 @@ def test_more_hits_than_the_fragment_cache_holds(sample_wb, monkeypatch):
     assert [f.id for f in everything] == index.ids
     assert [f.id for f in index.fragments_at([2, 1, 0, 40, 41, 42, 0])] == [index.ids[i] for i in (2, 1, 0, 40, 41, 42, 0)]
     assert [f.id for f in first] == index.ids[:3]
+
+
+def _equal_to_a_full_build(wb, queries=("rollback postgres failover", "ledger retry NWPAY-4091", "zebrafinch")):
+    """The manager's current index (patched or not) holds what a full build of the store holds."""
+    from workbench.retrieval.build import build_index
+    from workbench.retrieval.manager import IndexManager
+
+    ours = wb.search_index()
+    full = build_index(wb.store, IndexManager(wb.store, wb.embedder))
+    assert ours.ids == full.ids and ours.hashes == full.hashes and ours.generation == full.generation
+    for name in ("versions", "kinds", "owners", "fresh_s", "updated_s"):
+        assert np.array_equal(getattr(ours, name), getattr(full, name)), name
+    assert np.array_equal(ours.half_lives(lambda k: len(k)), full.half_lives(lambda k: len(k)))
+    assert np.allclose(ours.vectors(), full.vectors(), atol=1e-6)
+    for tags in (("postgres",), ("payments", "zebra-tag")):
+        assert np.array_equal(ours.filter_mask(tags=tags), full.filter_mask(tags=tags))
+    for who in wb.config.principals:
+        p = wb.principal(who)
+        mask = ours.visible(p)
+        assert np.array_equal(mask, full.visible(p)), who
+        assert np.allclose(ours.authority_for(mask), full.authority_for(mask)), who
+        assert np.array_equal(ours.superseders(mask), full.superseders(mask)), who
+        for q in queries:
+            assert np.array_equal(ours.lexical("bm25").scores(q, mask), full.lexical("bm25").scores(q, mask)), q
+    return ours
+
+
+def test_an_edit_patches_the_previous_generation_into_what_a_full_build_holds(sample_workspace):
+    """Body, tags, owner, scope and verification edits patch the previous generation (its ids list
+    is shared); a changed link is a full build. Each generation equals a full build of the store."""
+    from dataclasses import replace
+
+    from workbench.ingest.files import render
+
+    with Workbench.open(sample_workspace) as wb:
+        lead = "priya.raman"
+        wb.warm()
+        before = wb.search_index()
+        before.authority_for(before.visible(wb.principal("marco.bianchi")))
+
+        def change(fid, **fields):
+            f = wb.get(fid, principal=lead)
+            wb.edit(fid, render(fid, replace(f.content, **fields)), reason="patch test", actor=lead)
+
+        steps = [
+            ("body", lambda: change("nw-rb-deploy-rollback", body="Roll back with `nwctl rollback`. zebrafinch")),
+            ("tags", lambda: change("nw-rb-postgres-failover", tags=("postgres", "zebra-tag"))),
+            ("owner", lambda: change("nw-rb-postgres-failover", owner="priya.raman")),
+            ("scope", lambda: change("nw-adr-0017-canary-rollouts", scope=Scope("northwind", "ledger"), owner="sofia.okafor")),
+            ("verify", lambda: wb.verify("nw-rb-deploy-rollback", actor="dan.kowalski")),
+        ]
+        for label, step in steps:
+            previous = wb.search_index()
+            step()
+            index = _equal_to_a_full_build(wb)
+            assert index.ids is previous.ids, f"{label}: not patched"
+            assert index.lexical("bm25").base is previous.lexical("bm25").base, label
+            assert wb.store.authority_generation() == index.generation, label  # the next process reuses it
+        previous = wb.search_index()
+        f = wb.get("nw-rb-deploy-rollback", principal=lead)
+        change("nw-rb-deploy-rollback", links=tuple(f.content.links) + ("nw-pol-incident-severity",))
+        index = _equal_to_a_full_build(wb)
+        assert index.ids is not previous.ids  # the link graph changed: a full build, PageRank again
+        hit = wb.search("zebrafinch", principal=lead, trace=False).hits[0]
+        assert hit.id == "nw-rb-deploy-rollback"

@@ -114,7 +114,23 @@ def read_rows(store, previous: Rows | None, *, known: dict[tuple[str, str], str]
         return _all_rows(store, known or {})
     stamp_ids, versions, verified = store.stamp_arrays(status="active")
     n = len(stamp_ids)
-    if previous is not None and previous.n:
+    if n == previous.n and np.array_equal(stamp_ids, previous["id"]):  # the same fragments (an edit)
+        same = (previous["version"] == versions) & (previous["verified"] == verified)
+        if same.all():
+            return Rows(dict(previous.c)), {}  # the arrays are never written in place
+        changed_at = np.flatnonzero(~same)
+        fresh = {f.id: (f, text) for f, text in _fresh_rows(store, [stamp_ids[i] for i in changed_at.tolist()])}
+        if len(fresh) != changed_at.size:  # rows that vanished between the two reads: read again, whole
+            return read_rows(store, None)
+        columns = {name: previous[name].copy() for name in COLUMNS}
+        texts = {}
+        for i in changed_at.tolist():
+            f, text = fresh[stamp_ids[i]]
+            for name, value in _row(f, text).items():
+                columns[name][i] = value
+            texts[f.id] = text
+        return Rows(columns), texts
+    if previous.n:
         prev_pos = {fid: i for i, fid in enumerate(previous["id"].tolist())}
         src = np.fromiter((prev_pos.get(fid, -1) for fid in stamp_ids.tolist()), dtype=np.int64, count=n)
         same = src >= 0
@@ -139,12 +155,7 @@ def read_rows(store, previous: Rows | None, *, known: dict[tuple[str, str], str]
         i = at.get(f.id)
         if i is None:
             continue
-        for name, value in (("id", f.id), ("version", f.version), ("verified", _us(f.verified_at)),
-                            ("updated", _us(f.updated_at)), ("kind", f.kind), ("owner", f.owner),
-                            ("org", f.scope.org), ("repo", f.scope.repo), ("persona", f.scope.persona),
-                            ("session", f.scope.session), ("tags", tuple(f.tags)),
-                            ("supersedes", tuple(f.content.supersedes)), ("content_hash", f.content_hash),
-                            ("text_hash", text_hash(text))):
+        for name, value in _row(f, text).items():
             columns[name][i] = value
         texts[f.id] = text
         at.pop(f.id)
@@ -152,6 +163,15 @@ def read_rows(store, previous: Rows | None, *, known: dict[tuple[str, str], str]
     if at:  # rows that vanished between the two reads (another process): read again, whole
         return read_rows(store, None)
     return rows, texts
+
+
+def _row(f: Fragment, text: str) -> dict[str, object]:
+    """One fragment's values of ``COLUMNS``."""
+    return {"id": f.id, "version": f.version, "verified": _us(f.verified_at), "updated": _us(f.updated_at),
+            "kind": f.kind, "owner": f.owner, "org": f.scope.org, "repo": f.scope.repo,
+            "persona": f.scope.persona, "session": f.scope.session, "tags": tuple(f.tags),
+            "supersedes": tuple(f.content.supersedes), "content_hash": f.content_hash,
+            "text_hash": text_hash(text)}
 
 
 def _all_rows(store, known: dict[tuple[str, str], str]) -> tuple[Rows, dict[str, str]]:

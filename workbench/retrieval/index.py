@@ -34,10 +34,10 @@ import numpy as np
 from ..models import Fragment, Principal, Scope
 from ..rank import supersession
 from ..rank.authority import edge_arrays, visible_authority
-from .columns import EPOCH, CHUNKER_VERSION, Rows, Source, index_text, read_rows, text_hash
+from .columns import EPOCH, CHUNKER_VERSION, Rows, Source, index_text, text_hash
 from .lexical import Bm25, DuckdbFts, canonical_backend
 
-__all__ = ["CHUNKER_VERSION", "SearchIndex", "applies", "build_index", "index_text", "text_hash"]
+__all__ = ["CHUNKER_VERSION", "SearchIndex", "applies", "index_text", "text_hash"]
 AUTHORITY_CACHE = 64   # visibility signatures whose authority is kept per index
 FRAGMENT_CACHE = 2048  # fragments loaded for hits, kept per index
 
@@ -92,6 +92,64 @@ class SearchIndex:
         texts = {f.id: index_text(f) for f in fragments}
         rows = Rows.of(fragments, [text_hash(texts[f.id]) for f in fragments])
         return cls(rows, generation, derived, authority, Source(fragments=fragments), texts=texts)
+
+    def patched(self, rows: Rows, generation: int, changed: np.ndarray, texts: dict[str, str]) -> "SearchIndex":
+        """The next generation when the same fragments stay active and those at ``changed`` were
+        edited without touching a link, a source pointer or a supersedes edge (build_index checks):
+        this index's arrays are shared or copied and patched at ``changed``, its vectors copied
+        with only changed text re-read or embedded, its bm25 carried by a delta, its fragment
+        cache kept for the fragments that did not change. What a full build would hold, in
+        O(changed) work plus a few vectorised copies."""
+        new = SearchIndex.__new__(SearchIndex)
+        new.generation = generation
+        new.derived, new.store, new.embedder = self.derived, self.store, self.embedder
+        new.rows, new.source, new.progress = rows, self.source, self.progress
+        new.ids, new.pos = self.ids, self.pos            # never written in place
+        at = changed.tolist()
+        hashes = list(self.hashes)
+        for i in at:
+            hashes[i] = rows["text_hash"][i]
+        new.hashes = hashes
+        new.versions, new.kinds, new.owners = rows["version"], rows["kind"], rows["owner"]
+        new.fresh_s = np.maximum(rows["updated"], rows["verified"]).astype(np.float64) / 1e6
+        new.updated_s = rows["updated"].astype(np.float64) / 1e6
+        new._texts = dict(texts)
+        gone = {self.ids[i] for i in at}
+        with self._fetch_lock:
+            new._cache = OrderedDict((fid, f) for fid, f in self._cache.items() if fid not in gone)
+        same_tags = all(rows["tags"][i] == self.rows["tags"][i] for i in at)
+        new._tags = self._tags if same_tags else None
+        new._supersedes = self._supersedes
+        if set(rows["kind"][changed].tolist()) <= set(self._kind_keys):
+            new._kind_keys = self._kind_keys
+            new._kind_idx = self._kind_idx.copy()
+            if at:
+                new._kind_idx[changed] = np.searchsorted(np.array(self._kind_keys, dtype=object), rows["kind"][changed])
+        else:
+            new._kind_keys = sorted(set(new.kinds.tolist()))
+            new._kind_idx = np.searchsorted(np.array(new._kind_keys, dtype=object), new.kinds).astype(np.int64)
+        new.authority = self.authority
+        same_groups = all(rows[c][i] == self.rows[c][i] for i in at for c in ("org", "repo", "persona", "session", "owner"))
+        new._group, new._group_keys = (self._group, self._group_keys) if same_groups else _groups(rows)
+        new._quantized = None
+        new._lexical = {}
+        new.graph_sig = self.graph_sig
+        new._lock = threading.RLock()
+        new._fetch_lock = threading.Lock()
+        new._links, new._sources, new.source_names = self._links, self._sources, self.source_names
+        new._authority = OrderedDict()
+        new._authority_lock = threading.Lock()
+        if same_groups:
+            new.adopt_authority(self)
+        new._vectors = None
+        if self._vectors is not None:
+            have = np.ones(len(hashes), dtype=bool)
+            have[[i for i in at if hashes[i] != self.hashes[i]]] = False
+            new._vectors = new._fill_vectors(np.array(self._vectors), have)
+        old = self._lexical.get("bm25")
+        if old is not None:
+            new.lexical("bm25", seed=old)
+        return new
 
     # -- fragments and texts, read from the store when asked -------------------------------
 
@@ -282,6 +340,11 @@ class SearchIndex:
             src = np.array([row_of.get(h, -1) for h in self.hashes], dtype=np.int64)
             have = src >= 0
             out[have] = seed_matrix[src[have]]
+        return self._fill_vectors(out, have)
+
+    def _fill_vectors(self, out: np.ndarray, have: np.ndarray) -> np.ndarray:
+        """Fill the rows of ``out`` not in ``have``: stored vectors of their text hashes, and the
+        texts nobody embedded yet embedded now (and stored)."""
         wanted = [self.hashes[i] for i in np.flatnonzero(~have)]
         if wanted:
             stored = self.derived.embeddings(list(dict.fromkeys(wanted)))
@@ -374,39 +437,3 @@ def applies(scope: Scope, within: Scope | None) -> bool:
         if mine is not None and theirs is not None and mine != theirs:
             return False
     return True
-
-
-def build_index(store, derived, previous: SearchIndex | None = None, progress: Callable | None = None,
-                seed=None) -> SearchIndex:
-    """The index of the store's current generation (``derived``: the IndexManager that owns it).
-    After an edit only what changed is read again: unchanged fragments keep their columns, text
-    hashes, vectors and lexical postings, and PageRank is recomputed only when the link graph
-    changed. ``seed`` (a persisted snapshot, in a fresh process) plays the previous index's part."""
-    generation = store.generation()
-    if previous is not None:
-        rows, texts = read_rows(store, previous.rows)
-    else:
-        known = (dict(zip(zip(seed.ids.tolist(), seed.content_hashes.tolist()), seed.text_hashes.tolist()))
-                 if seed is not None else None)
-        rows, texts = read_rows(store, None, known=known)
-    ids = rows["id"].tolist()
-    edges, source_edges = store.links(), store.source_edges()
-    supersedes = sorted((fid, old) for fid, olds in zip(ids, rows["supersedes"]) for old in olds)
-    graph_sig = hash((tuple(sorted(edges)), tuple(sorted(source_edges)), tuple(supersedes), tuple(ids)))
-    same_graph = previous.generation if previous is not None and previous.graph_sig == graph_sig else None
-    authority = derived.authority(ids, edges, source_edges, supersedes, generation, same_graph)
-    index = SearchIndex(rows, generation, derived, authority, Source(store=store), progress, links=edges,
-                        source_links=source_edges, texts=texts, previous=previous)
-    index.graph_sig = graph_sig
-    index.adopt_authority(previous)
-    if previous is not None:
-        if previous._vectors is not None:
-            index.adopt_vectors((previous.hashes, previous._vectors))
-        old = previous._lexical.get("bm25")
-        if old is not None:
-            index.lexical("bm25", seed=old)
-    elif seed is not None:
-        if seed.vectors is not None:
-            index.adopt_vectors((seed.text_hashes.tolist(), seed.vectors))
-        index.lexical("bm25", seed=Bm25.of_base(derived.vocabulary, seed.postings, seed.ids, seed.content_hashes))
-    return index

@@ -194,7 +194,11 @@ class Bm25:
 
         n = len(ids)
         if seed is not None and seed.vocabulary is vocabulary:
-            b_of = np.fromiter((seed.base_index().get(fid, -1) for fid in ids), dtype=np.int64, count=n)
+            memo = getattr(seed, "_b_of", None)  # (ids list, base row of each): shared base, same ids list
+            if memo is not None and memo[0] is ids:
+                b_of = memo[1]
+            else:
+                b_of = np.fromiter((seed.base_index().get(fid, -1) for fid in ids), dtype=np.int64, count=n)
             same = b_of >= 0
             same[same] = seed.base_content[b_of[same]] == content[same]
             changed = np.flatnonzero(~same)
@@ -219,6 +223,7 @@ class Bm25:
                 self._base_index = seed._base_index
                 self.delta_tokens = known
                 self.delta_size = int(changed.size)
+                self._b_of = (ids, b_of)
                 segments = [(seed.base, where)] + ([(delta, changed)] if changed.size else [])
                 self.matrix = SegmentedBM25(segments, lengths, len(vocabulary))
                 self.size = n

@@ -25,7 +25,8 @@ from ..errors import UserError
 from ..models import Fragment
 from ..rank.authority import pagerank
 from .embedder import Embedder, TokenCounter
-from .index import CHUNKER_VERSION, SearchIndex, build_index, index_text
+from .build import build_index
+from .index import CHUNKER_VERSION, SearchIndex, index_text
 from .lexical import Vocabulary, canonical_backend
 
 
@@ -139,6 +140,12 @@ class IndexManager:
         authority = pagerank(ids, edges, source_edges=source_edges, supersedes=supersedes)
         self.store.put_authority(authority, generation)
         return authority
+
+    def carry_authority(self, generation: int, unchanged_since: int) -> None:
+        """The link graph did not change since generation ``unchanged_since``: the stored PageRank,
+        if it is that generation's, holds for ``generation`` too (its scores are not read)."""
+        if self.store.authority_generation() == unchanged_since:
+            self.store.touch_authority(generation)
 
     def embeddings(self, hashes: list[str]) -> dict[str, np.ndarray]:
         """Stored vectors of these text hashes (all stored ones for a large request)."""

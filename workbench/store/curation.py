@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from .rows import text_column
+
 
 class CurationQueries:
     # The host class (Store) provides _q, _guard, con and transaction().
@@ -28,7 +30,7 @@ class CurationQueries:
         if not values or not self.can_store_derived():
             return False
         keys = list(values)
-        batch = {"h": np.array(keys, dtype=object), "s": np.array([values[k] for k in keys], dtype=np.uint64)}
+        batch = {"h": text_column(keys), "s": np.array([values[k] for k in keys], dtype=np.uint64)}
 
         def insert(sim_batch=batch):  # DuckDB's replacement scan reads ``sim_batch`` from this frame
             return self.con.execute("INSERT OR IGNORE INTO simhashes SELECT h, s FROM sim_batch")

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from .rows import text_column
+
 DIM = 384
 
 
@@ -71,7 +73,7 @@ class RetrievalQueries:
             return False
         matrix = np.ascontiguousarray(matrix, dtype=np.float32)
         n, dim = matrix.shape
-        batch = {"h": np.repeat(np.array(hashes, dtype=object), dim),
+        batch = {"h": np.repeat(text_column(hashes), dim),
                  "i": np.tile(np.arange(dim), n), "x": matrix.ravel()}
 
         def insert(emb_batch=batch):  # DuckDB's replacement scan reads ``emb_batch`` from this frame
@@ -92,10 +94,14 @@ class RetrievalQueries:
 
     # -- authority -------------------------------------------------------------------------
 
-    def links(self) -> list[tuple[str, str]]:
-        """(from, to) for every link of an active fragment. ``supersedes`` is not a link: it
-        enters authority reversed (see rank/authority.py), from the fragments themselves."""
-        rows = self._q("SELECT id, unnest(links) FROM fragments WHERE status = 'active'")
+    def links(self, ids: list[str] | None = None) -> list[tuple[str, str]]:
+        """(from, to) for every link of an active fragment (of the fragments ``ids`` only, when
+        given). ``supersedes`` is not a link: it enters authority reversed (see
+        rank/authority.py), from the fragments themselves."""
+        where, params = _among(ids)
+        if where is None:
+            return []
+        rows = self._q(f"SELECT id, unnest(links) FROM fragments WHERE status = 'active'{where}", params)
         return [(a, b) for a, b in rows]
 
     def superseders(self, fragment_id: str) -> list[str]:
@@ -104,10 +110,14 @@ class RetrievalQueries:
                        [fragment_id])
         return [r[0] for r in rows]
 
-    def source_edges(self) -> list[tuple[str, str]]:
-        """(fragment, "source:REPO/PATH") for every source pointer of an active fragment."""
+    def source_edges(self, ids: list[str] | None = None) -> list[tuple[str, str]]:
+        """(fragment, "source:REPO/PATH") for every source pointer of an active fragment (of the
+        fragments ``ids`` only, when given)."""
+        where, params = _among(ids)
+        if where is None:
+            return []
         rows = self._q("SELECT id, s->>'repo', s->>'path' FROM (SELECT id, unnest(from_json(sources, '[\"json\"]')) "
-                       "AS s FROM fragments WHERE status = 'active')")
+                       f"AS s FROM fragments WHERE status = 'active'{where})", params)
         return [(fid, f"source:{repo or '-'}/{path}") for fid, repo, path in rows]
 
     def put_authority(self, scores: dict[str, tuple[float, int, int]], generation: int) -> bool:
@@ -117,7 +127,7 @@ class RetrievalQueries:
             self._memory_authority = (generation, dict(scores))
             return False
         ids = list(scores)
-        batch = {"id": np.array(ids, dtype=object),
+        batch = {"id": text_column(ids),
                  "score": np.array([scores[i][0] for i in ids], dtype=np.float64),
                  "inl": np.array([scores[i][1] for i in ids], dtype=np.int64),
                  "outl": np.array([scores[i][2] for i in ids], dtype=np.int64)}
@@ -130,6 +140,7 @@ class RetrievalQueries:
             self._q("DELETE FROM authority")
             if ids:
                 self._guard(insert)
+            self._q("INSERT OR REPLACE INTO meta VALUES ('authority_generation', ?)", [str(generation)])
         return True
 
     def touch_authority(self, generation: int) -> bool:
@@ -138,17 +149,28 @@ class RetrievalQueries:
             if self._memory_authority is not None:
                 self._memory_authority = (generation, self._memory_authority[1])
             return False
-        self._q("UPDATE authority SET generation = ?", [generation])
+        # one meta row, not every authority row (an UPDATE of 100k rows per edit)
+        self._q("INSERT OR REPLACE INTO meta VALUES ('authority_generation', ?)", [str(generation)])
         return True
+
+    def authority_generation(self) -> int | None:
+        """The generation the stored PageRank holds for (None: none stored), without reading it."""
+        if self.read_only and self._memory_authority is not None:
+            return self._memory_authority[0]
+        rows = self._q("SELECT value FROM meta WHERE key = 'authority_generation'")
+        if rows:
+            return int(rows[0][0])
+        rows = self._q("SELECT generation FROM authority LIMIT 1")  # stored before the meta row existed
+        return int(rows[0][0]) if rows else None
 
     def authority(self) -> tuple[int | None, dict[str, tuple[float, int, int]]]:
         if self.read_only and self._memory_authority is not None:
             generation, scores = self._memory_authority
             return generation, dict(scores)
-        rows = self._q("SELECT fragment_id, score, in_links, out_links, generation FROM authority")
+        rows = self._q("SELECT fragment_id, score, in_links, out_links FROM authority")
         if not rows:
             return None, {}
-        return rows[0][4], {r[0]: (r[1], r[2], r[3]) for r in rows}
+        return self.authority_generation(), {r[0]: (r[1], r[2], r[3]) for r in rows}
 
     # -- pins ------------------------------------------------------------------------------
 
@@ -202,3 +224,13 @@ class RetrievalQueries:
                        "FROM traces WHERE created_at >= ?) t, LATERAL (SELECT j->>'id' AS id) s GROUP BY s.id",
                        [since])
         return {r[0]: r[1] for r in rows}
+
+
+def _among(ids: list[str] | None) -> tuple[str | None, list[str]]:
+    """The SQL condition (and parameters) restricting a fragments query to ``ids``: "" for all
+    (None), None when ``ids`` is empty (nothing to ask)."""
+    if ids is None:
+        return "", []
+    if not ids:
+        return None, []
+    return f" AND id IN ({', '.join('?' * len(ids))})", list(ids)

@@ -20,7 +20,7 @@ from .export import ExportQueries
 from .fts import FtsQueries
 from .overrides import OverrideQueries
 from .retrieval import RetrievalQueries
-from .rows import Stamp, Stored, Summary, VersionWrite
+from .rows import Stamp, Stored, Summary, VersionWrite, text_column
 
 _FRAGMENT_COLS = ("id, version, kind, title, body, org, repo, persona, session, owner, status, tags, links, "
                   "supersedes, sources, details, content_hash, created_at, updated_at, verified_at")
@@ -336,9 +336,8 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, Overri
     def put_ingested_files(self, rows: list[tuple[str, str, str, str]], at: datetime) -> None:
         if not rows:
             return
-        import numpy as np
 
-        batch = {name: np.array([r[i] for r in rows], dtype=object)
+        batch = {name: text_column(r[i] for r in rows)
                  for i, name in enumerate(("path", "file_hash", "fragment_id", "content_hash"))}
 
         def insert(files_batch=batch):  # DuckDB's replacement scan reads ``files_batch`` from this frame
