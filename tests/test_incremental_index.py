@@ -306,3 +306,31 @@ def test_an_edit_patches_the_previous_generation_into_what_a_full_build_holds(sa
         assert index.ids is not previous.ids  # the link graph changed: a full build, PageRank again
         hit = wb.search("zebrafinch", principal=lead, trace=False).hits[0]
         assert hit.id == "nw-rb-deploy-rollback"
+
+
+def test_a_fresh_process_reuses_pagerank_after_another_process_edited_text_only(sample_workspace, monkeypatch):
+    """The stored PageRank carries the digest of its link graph: a process opening after a CLI
+    edit of text alone (which builds no index) reuses it; after a link changed it recomputes."""
+    from dataclasses import replace
+
+    from workbench.ingest.files import render
+    from workbench.retrieval import manager
+
+    calls = []
+    real = manager.pagerank
+    monkeypatch.setattr(manager, "pagerank", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    with Workbench.open(sample_workspace) as wb:
+        wb.search("rollback", principal="dan.kowalski", trace=False)
+    with Workbench.open(sample_workspace) as wb:  # `workbench edit`: no index is built
+        wb.edit("nw-rb-deploy-rollback", "Roll back with nwctl.", reason="text only", actor="dan.kowalski")
+    calls.clear()
+    with Workbench.open(sample_workspace) as wb:
+        expected = wb.search("rollback", principal="dan.kowalski", trace=False)
+        assert calls == [] and wb.store.authority_generation() == wb.store.generation()
+        f = wb.get("nw-rb-deploy-rollback", principal="dan.kowalski")
+        wb.edit(f.id, render(f.id, replace(f.content, links=f.content.links + ("nw-pol-incident-severity",))),
+                reason="a link", actor="dan.kowalski")
+    with Workbench.open(sample_workspace) as wb:
+        wb.search("rollback", principal="dan.kowalski", trace=False)
+        assert calls == [1]
+    assert expected.hits

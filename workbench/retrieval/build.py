@@ -10,6 +10,7 @@ which still reuses what did not change (columns, text hashes, vectors, bm25 post
 
 from __future__ import annotations
 
+import hashlib
 from bisect import bisect_left
 from typing import Callable
 
@@ -19,7 +20,7 @@ from .columns import Rows, Source, read_rows
 from .index import SearchIndex
 from .lexical import Bm25
 
-__all__ = ["PATCH_MAX", "build_index", "same_edges"]
+__all__ = ["PATCH_MAX", "build_index", "graph_digest", "same_edges"]
 
 PATCH_MAX = 2000  # changed fragments up to which a new generation patches the previous one
 
@@ -65,9 +66,9 @@ def build_index(store, derived, previous: SearchIndex | None = None, progress: C
     ids = rows["id"].tolist()
     edges, source_edges = store.links(), store.source_edges()
     supersedes = sorted((fid, old) for fid, olds in zip(ids, rows["supersedes"]) for old in olds)
-    graph_sig = hash((tuple(sorted(edges)), tuple(sorted(source_edges)), tuple(supersedes), tuple(ids)))
+    graph_sig = graph_digest(ids, edges, source_edges, supersedes)
     same_graph = previous.generation if previous is not None and previous.graph_sig == graph_sig else None
-    authority = derived.authority(ids, edges, source_edges, supersedes, generation, same_graph)
+    authority = derived.authority(ids, edges, source_edges, supersedes, generation, same_graph, graph_sig)
     index = SearchIndex(rows, generation, derived, authority, Source(store=store), progress, links=edges,
                         source_links=source_edges, texts=texts, previous=previous)
     index.graph_sig = graph_sig
@@ -116,3 +117,13 @@ def same_edges(index: SearchIndex, changed: np.ndarray, links: list[tuple[str, s
     if refs.size:
         cited[refs % m] = True
     return bool(cited.all())
+
+
+def graph_digest(ids: list[str], edges, source_edges, supersedes) -> str:
+    """A digest of everything PageRank reads (the active ids, links, source pointers and
+    supersedes edges), stable across processes: the stored PageRank is reused by any process
+    whose graph has the same digest (a CLI edit of text alone leaves it valid)."""
+    h = hashlib.sha256("\n".join(ids).encode("utf-8"))
+    for part in (edges, source_edges, supersedes):
+        h.update(b"\x00" + "\n".join(f"{a}\t{b}" for a, b in sorted(part)).encode("utf-8"))
+    return h.hexdigest()

@@ -128,17 +128,20 @@ class IndexManager:
     # -- derived data the index asks for (the only writes of derived data) -----------------
 
     def authority(self, ids: list[str], edges, source_edges, supersedes, generation: int,
-                  graph_unchanged_since: int | None) -> dict[str, tuple[float, int, int]]:
-        """Whole-workspace PageRank of this generation: the stored one when current, the previous
-        generation's when the link graph did not change, else computed (and stored if writable)."""
+                  graph_unchanged_since: int | None, graph: str | None = None) -> dict[str, tuple[float, int, int]]:
+        """Whole-workspace PageRank of this generation: the stored one when current, or when the
+        link graph did not change since it was computed (the previous generation's in this
+        process, or any whose stored graph digest is ``graph``), else computed (and stored if
+        writable, with ``graph``)."""
         stored_gen, authority = self.store.authority()
         if stored_gen == generation:
             return authority
-        if graph_unchanged_since is not None and stored_gen == graph_unchanged_since:
+        if authority and ((graph_unchanged_since is not None and stored_gen == graph_unchanged_since)
+                          or (graph is not None and self.store.authority_graph() == graph)):
             self.store.touch_authority(generation)
             return authority
         authority = pagerank(ids, edges, source_edges=source_edges, supersedes=supersedes)
-        self.store.put_authority(authority, generation)
+        self.store.put_authority(authority, generation, graph)
         return authority
 
     def carry_authority(self, generation: int, unchanged_since: int) -> None:

@@ -120,11 +120,13 @@ class RetrievalQueries:
                        f"AS s FROM fragments WHERE status = 'active'{where})", params)
         return [(fid, f"source:{repo or '-'}/{path}") for fid, repo, path in rows]
 
-    def put_authority(self, scores: dict[str, tuple[float, int, int]], generation: int) -> bool:
+    def put_authority(self, scores: dict[str, tuple[float, int, int]], generation: int,
+                      graph: str | None = None) -> bool:
         """Store PageRank for ``generation``; on a read-only workspace keep it in memory
         (``authority`` answers from there) and return False."""
         if not self.can_store_derived():
             self._memory_authority = (generation, dict(scores))
+            self._memory_authority_graph = graph
             return False
         ids = list(scores)
         batch = {"id": text_column(ids),
@@ -141,6 +143,7 @@ class RetrievalQueries:
             if ids:
                 self._guard(insert)
             self._q("INSERT OR REPLACE INTO meta VALUES ('authority_generation', ?)", [str(generation)])
+            self._q("INSERT OR REPLACE INTO meta VALUES ('authority_graph', ?)", [graph or ""])
         return True
 
     def touch_authority(self, generation: int) -> bool:
@@ -162,6 +165,13 @@ class RetrievalQueries:
             return int(rows[0][0])
         rows = self._q("SELECT generation FROM authority LIMIT 1")  # stored before the meta row existed
         return int(rows[0][0]) if rows else None
+
+    def authority_graph(self) -> str | None:
+        """The digest of the link graph the stored PageRank was computed on (None: unknown)."""
+        if self.read_only and self._memory_authority is not None:
+            return self._memory_authority_graph
+        rows = self._q("SELECT value FROM meta WHERE key = 'authority_graph'")
+        return rows[0][0] or None if rows else None
 
     def authority(self) -> tuple[int | None, dict[str, tuple[float, int, int]]]:
         if self.read_only and self._memory_authority is not None:

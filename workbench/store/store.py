@@ -46,6 +46,7 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, Overri
         self._depth = 0
         self._blame = self.path
         self._memory_authority = None  # read-only: PageRank computed in memory (see put_authority)
+        self._memory_authority_graph: str | None = None
         self._connect()
 
     # -- plumbing ---------------------------------------------------------------------
