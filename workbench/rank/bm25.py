@@ -140,10 +140,13 @@ class SegmentedBM25:
         token ``token_ids[i]``."""
         docs = np.asarray(docs, dtype=np.int64)
         out = np.zeros((len(token_ids), docs.size), dtype=bool)
-        for r, t in enumerate(token_ids):
+        holds = np.zeros(self.n, dtype=bool)  # a lookup, set and cleared per token (np.isin sorts
+        for r, t in enumerate(token_ids):     # every posting: 4.6 ms a query at 100k)
             held, _ = self._postings(t, None)
             if held.size:
-                out[r] = np.isin(docs, held)
+                holds[held] = True
+                out[r] = holds[docs]
+                holds[held] = False
         return out
 
     def document_frequency(self, token_id: int, mask: np.ndarray | None = None) -> int:
