@@ -231,6 +231,8 @@ def run(n: int, *, queries: int = 100, workdir: Path | None = None, progress: Ca
         if cold_runs:
             phases("cold_cli", f"cold CLI: {cold_runs} fresh `workbench search` processes per workspace",
                    lambda: _cold(cold, sample, ws, cold_runs, backend))
+        phases("long_lived", "a long-lived process: open, warm searches, edits, peak RSS (long_lived.py)",
+               lambda: _sibling("long_lived").child(ws, len(texts)))
         figures = {phase: _figures(found) for phase, found in measured.items() if found}
         idle = figures["idle"]
         result = {
@@ -282,8 +284,9 @@ def _figures(found: dict[str, Any]) -> dict[str, Any]:
            "baseline_search_ms": base["search_ms"], "baseline_stages_ms": base["stages_ms"],
            "speedup_p50": round(base_p50 / ours_p50, 2) if ours_p50 else None,
            "query_embed_ms": found["query_embed_ms"], "tui_first_paint_s": found["tui_first_paint_s"]}
-    if "cold_cli" in found:
-        out["cold_cli"] = found["cold_cli"]
+    for key in ("cold_cli", "long_lived"):
+        if key in found:
+            out[key] = found[key]
     return out
 
 

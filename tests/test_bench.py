@@ -108,10 +108,14 @@ def test_bench_run_reports_the_documented_fields(tmp_path, monkeypatch, capsys):
         assert 0 < cold[name]["min_s"] <= cold[name]["median_s"] <= cold[name]["max_s"] and cold[name]["runs"] == 1
         assert 50 < cold[name]["peak_rss_mb"] < data["peak_rss_mb"], cold[name]  # the child's, not ours
     assert "--as marco.bianchi" in cold["sample"]["command"] and "--as agent" in cold["synthetic"]["command"]
-    assert data["busy_processes"] == 1 and len(started) == 5  # queries, baseline, embedding, TUI, cold CLI
+    assert data["busy_processes"] == 1 and len(started) == 6  # queries, baseline, embedding, TUI, cold CLI, lived
+    lived = data["long_lived"]  # benchmarks/long_lived.py's child process on the same workspace
+    assert "error" not in lived, lived
+    assert lived["fragments"] == 60 and lived["edit_visible_ms"]["median"] > 0 and lived["open_and_first_search_s"] > 0
+    assert 50 < lived["rss_mb"]["first_search"] <= lived["peak_rss_mb"] < data["peak_rss_mb_end"]  # its own
     busy = data["busy"]
     assert set(busy) == {"search_ms", "stages_ms", "baseline_search_ms", "baseline_stages_ms", "speedup_p50",
-                         "query_embed_ms", "tui_first_paint_s", "cold_cli"}
+                         "query_embed_ms", "tui_first_paint_s", "cold_cli", "long_lived"}
     assert busy["search_ms"]["p50"] > 0 and busy["query_embed_ms"]["torch"]["p50"] > 0
     assert busy["cold_cli"]["sample"]["median_s"] > 0 and "error" not in busy["tui_first_paint_s"]["flow"]
     assert not [pid for pid in started if busy_loop(pid)] and not busy_loops_of(os.getpid())
@@ -122,7 +126,7 @@ def test_bench_run_reports_the_documented_fields(tmp_path, monkeypatch, capsys):
     print_result(data)
     shown = capsys.readouterr().out
     assert "busy p50" in shown and "cold search (s)" in shown and "query embedding (ms)" in shown
-    assert "TUI first paint (1 busy)" in shown
+    assert "TUI first paint (1 busy)" in shown and "long-lived process (1 busy): open + first search" in shown
 
 
 def test_synthetic_fragments_are_valid_and_scoped(tmp_path):
@@ -310,3 +314,18 @@ def test_the_dense_scan_figures_come_from_a_process_of_their_own():
     idle = found["idle"]
     assert idle["exact_ms"]["p50"] > 0 and idle["int8_ms"]["p50"] > 0, idle
     assert idle["int8_recall_at_100"]["min"] >= 0.99 and idle["int8_max_score_difference"] == 0.0, idle
+
+
+def test_long_lived_builds_its_workspace_once_and_measures_a_fresh_process(tmp_path):
+    """benchmarks/long_lived.py: builds bench.py's workspace, keeps it with --workspace and reuses it."""
+    lived = load("long_lived")
+    first = lived.run(40, workspace=tmp_path / "ws", queries=2)
+    again = lived.run(40, workspace=tmp_path / "ws", queries=2)
+    assert first["workspace"]["reused"] is False and again["workspace"] == {"reused": True}
+    for data in (first, again):
+        idle = data["idle"]
+        assert "error" not in idle, idle
+        assert idle["fragments"] == 40 and len(idle["edit_visible_ms"]["each"]) >= 1
+        assert set(idle["warm_search_ms_trace_true"]) == {"p50", "p95"} and idle["peak_rss_mb"] > 50
+    broken = lived.child(tmp_path / "nowhere", 2)
+    assert "no workspace" in broken["error"]

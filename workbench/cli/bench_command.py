@@ -128,6 +128,14 @@ def print_result(result: dict[str, Any]) -> None:
                     + (["busy median", "busy min", "busy max"] if busy else []), rows))
         print(f"command: {next(iter(cold.values())).get('command')} --workspace W "
               f"(sample: marco.bianchi; synthetic: agent)")
+    for label, figures in [("", result)] + ([(tag, busy)] if busy else []):
+        lived = figures.get("long_lived")
+        if lived:
+            print(f"\nlong-lived process{label}: " + (lived["error"] if "error" in lived else
+                  f"open + first search {lived['open_and_first_search_s']} s; warm search p50/p95 "
+                  f"{lived['warm_search_ms_trace_true']['p50']}/{lived['warm_search_ms_trace_true']['p95']} ms "
+                  f"with trace; edit visible median {lived['edit_visible_ms']['median']} ms; "
+                  f"peak RSS {lived['peak_rss_mb']} MB"))
     print()
     for key in ("ingest_fragments_per_s", "reingest_unchanged_s", "index_build_s", "edit_rebuild_index_ms",
                 "lexical_rebuild_ms", "edit_visible_ms", "peak_rss_mb", "peak_rss_mb_end"):
