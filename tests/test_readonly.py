@@ -455,3 +455,22 @@ def test_closing_after_a_write_leaves_it_in_the_log_for_the_next_open(sample_wor
     assert wal.is_file() and wal.stat().st_size > 0
     with Workbench.open(root) as wb:
         assert wb.get("nw-rb-deploy-rollback", principal="dan.kowalski").body == "Logged, not checkpointed."
+
+
+def test_a_rebuilt_fts_index_in_the_log_replays_on_the_next_open(sample_workspace):
+    """The FTS index rebuilt for a new generation and left in the write-ahead log (no checkpoint
+    on close, or a kill -9) replays: DuckDB cannot replay create_fts_index(overwrite=1)'s DROP
+    SCHEMA, so the store drops the index's objects one by one."""
+    from workbench import Workbench
+
+    with Workbench.open(sample_workspace) as wb:
+        wb.warm(lexical="duckdb-fts")
+        wb.store.con.execute("CHECKPOINT")
+        wb.edit("nw-rb-deploy-rollback", "Roll back with zebrafinch, page NWPAY-4091.", reason="r", actor="dan.kowalski")
+        wb.warm(lexical="duckdb-fts")  # rebuilt for the new generation: only in the log
+        assert wb.store.fts_generation() == wb.store.generation()
+    assert (sample_workspace / "workbench.duckdb.wal").stat().st_size > 0
+    with Workbench.open(sample_workspace) as wb:
+        hits = wb.search("zebrafinch", principal="dan.kowalski", lexical="duckdb-fts", pipeline="bm25",
+                         calibrate=False, trace=False).hits
+        assert hits and hits[0].id == "nw-rb-deploy-rollback"

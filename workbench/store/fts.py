@@ -17,6 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
+FTS_SCHEMA = "fts_main_fts_docs"  # where create_fts_index('fts_docs', ...) puts the index
+
 
 class FtsQueries:
     # The host class (Store) provides _q, con and transaction().
@@ -33,11 +35,26 @@ class FtsQueries:
                 for fid, text in zip(ids, texts):
                     out.write(json.dumps({"id": fid, "text": text}) + "\n")
             with self.transaction():
+                self._drop_fts_index()
                 self._q("CREATE OR REPLACE TABLE fts_docs AS SELECT * FROM read_json(?, format='newline_delimited', "
                         "columns={id: 'VARCHAR', text: 'VARCHAR'})", [str(path)])
                 self._q("PRAGMA create_fts_index('fts_docs', 'id', 'text', stemmer='porter', "
-                        "stopwords='english', overwrite=1)")
+                        "stopwords='english')")
                 self._q("INSERT OR REPLACE INTO meta VALUES ('fts_generation', ?)", [str(generation)])
+
+    def _drop_fts_index(self) -> None:
+        """Drop the FTS index's tables and macros one by one, then its schema. Not
+        ``create_fts_index(overwrite=1)`` or ``drop_fts_index``: they log a DROP SCHEMA that
+        DuckDB 1.5.5 cannot replay from the write-ahead log ("Cannot drop entry ... Use
+        DROP...CASCADE"), so a workspace closed or killed before the next checkpoint would not open."""
+        objects = self._q(
+            "SELECT 'TABLE', table_name FROM duckdb_tables() WHERE schema_name = ? UNION ALL "
+            "SELECT CASE WHEN function_type = 'table_macro' THEN 'MACRO TABLE' ELSE 'MACRO' END, function_name "
+            "FROM duckdb_functions() WHERE schema_name = ? AND function_type IN ('macro', 'table_macro')",
+            [FTS_SCHEMA, FTS_SCHEMA])
+        for kind, name in objects:
+            self._q(f'DROP {kind} {FTS_SCHEMA}."{name}"')  # names from the catalog, not from input
+        self._q(f"DROP SCHEMA IF EXISTS {FTS_SCHEMA}")
 
     def fts_generation(self) -> int | None:
         """The index generation the persisted FTS index was built for (None: never built)."""
