@@ -12,17 +12,32 @@ import pytest
 from conftest import CONFIG, fragment_text, write_fragment
 
 
-@pytest.fixture
-def ws(tmp_path, cli):
+@pytest.fixture(params=["local", pytest.param("server", marks=pytest.mark.process)])
+def ws(request, tmp_path, cli):
+    """The workspace the contract tests run on, twice: used by the CLI directly, and held by a
+    running `workbench server` (the same commands then go to the server: same output, same exit)."""
     root = tmp_path / "ws"
     r = cli("init", "--config", str(CONFIG), workspace=root)
     assert r.returncode == 0, r.stderr
+    if request.param == "server":
+        from server_support import server
+
+        running = request.getfixturevalue("_server_stack").enter_context(server(root))
+        assert cli("info", "--json", workspace=root).returncode == 0, running.log.read_text()
     write_fragment(tmp_path / "in", "nw-a", kind="decision", body="## Why\nBecause.")
     write_fragment(tmp_path / "in", "tw-b", org="tidewater", repo="dispatch", owner="raj.patel")
     r = cli("ingest", str(tmp_path / "in"), "--json", "--as", "grace.kim", workspace=root)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == {"added": 2, "updated": 0, "unchanged": 0, "errors": [], "warnings": []}
     return root
+
+
+@pytest.fixture
+def _server_stack():
+    import contextlib
+
+    with contextlib.ExitStack() as stack:
+        yield stack
 
 
 def assert_user_error(r, text):

@@ -34,6 +34,7 @@ principals:
     repos: [my-org/*]
     personas: [my-org/*]
     lead_of: ["org=my-org"]
+    admin: true           # may create, list and revoke every principal's API tokens
 """
 
 
@@ -123,7 +124,7 @@ class WorkspaceConfig:
                 name=p["name"], orgs=tuple(p["orgs"]), repos=tuple(p.get("repos", ())),
                 personas=tuple(p.get("personas", ())), sessions=tuple(p.get("sessions", ())),
                 lead_of=lead_of, full_name=p.get("full_name"), email=p.get("email"),
-                kind=p.get("kind", "person"))
+                kind=p.get("kind", "person"), admin=bool(p.get("admin", False)))
         default = raw.get("default_principal")
         if default is not None and default not in principals:
             raise ValidationError(f"unknown principal {default!r}", file=file, field="default_principal")

@@ -63,6 +63,24 @@ class SecretFound(UserError):
     """The text holds a credential; nothing is stored without --allow-secret."""
 
 
+class Unauthenticated(UserError):
+    """A request without a valid token (the team server answers 401). ``reason`` says why, for the
+    server's log only: "missing", "malformed", "unknown", "revoked", "expired" or "unknown-principal".
+    The message is the same for every reason but "missing", so a client cannot tell whether a
+    token id exists."""
+
+    REASONS = ("missing", "malformed", "unknown", "revoked", "expired", "unknown-principal")
+    MISSING = "authentication required: no token was given"
+    INVALID = "authentication required: the token is not valid"
+
+    def __init__(self, reason: str, *, token_id: str | None = None):
+        if reason not in self.REASONS:
+            raise ValueError(f"unknown reason {reason!r} (valid: {', '.join(self.REASONS)})")
+        super().__init__(self.MISSING if reason == "missing" else self.INVALID)
+        self.reason = reason
+        self.token_id = token_id  # the id part when the token was well formed (for logs), else None
+
+
 class WorkspaceBusy(UserError):
     """Another process holds the workspace's write lock."""
 

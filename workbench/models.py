@@ -98,6 +98,7 @@ class Principal:
     full_name: str | None = None
     email: str | None = None
     kind: str = "person"
+    admin: bool = False   # may manage every principal's API tokens (and, on the team server, act as others)
 
     def _member(self, grants: tuple[str, ...], org: str, name: str) -> bool:
         return f"{org}/{name}" in grants or f"{org}/*" in grants
@@ -131,6 +132,7 @@ class Principal:
             "repos": list(self.repos),
             "personas": list(self.personas),
             "lead_of": [str(s) for s in self.lead_of],
+            "admin": self.admin,
         }
 
 

@@ -20,6 +20,9 @@ module turns it into a decision for each action:
     read-trace                 only the principal who made the call
     read-set                   the set's owner and principals who can see its scope
     change-set                 the set's owner or a lead of its scope
+    manage a token             the local administrator (no actor: whoever runs the CLI on the
+      (create, list, revoke)   database file), an admin principal for any principal's tokens,
+                               any principal for its own (``may_manage_token``)
 
 A target the actor may not see is refused exactly like one that does not exist
 (``Decision.hidden``), so no message tells the two apart. Pure: no I/O, no store.
@@ -234,6 +237,15 @@ def require_write(actor: Principal, current: Fragment | None, new: Content, *,
     may_write(actor, current, new, principals=principals).check()
 
 
+def may_manage_token(actor: Principal | None, owner: str) -> bool:
+    """May ``actor`` create, see or revoke API tokens of the principal named ``owner``? ``None`` is
+    the local administrator (whoever can write the database file runs the CLI on it directly): always.
+    An admin principal manages every principal's tokens; any other principal only its own."""
+    if actor is None:
+        return True
+    return actor.admin or actor.name == owner
+
+
 def taken_message(fragment_id: str) -> str:
     """What a create says when the id belongs to a fragment the actor may not see. Ids are one
     namespace per workspace, so a create cannot succeed; the message names no scope, owner or title."""
@@ -241,4 +253,4 @@ def taken_message(fragment_id: str) -> str:
 
 
 __all__ = ["Decision", "ACTIONS", "RULES", "may", "require", "may_write", "require_write", "write_action", "sees",
-           "sees_scope", "taken_message"]
+           "sees_scope", "taken_message", "may_manage_token"]

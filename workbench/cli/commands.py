@@ -197,9 +197,10 @@ def _changed(as_json: bool, fragment) -> None:
 @json_option()
 def edit(id, file, reason, base, allow_secret, principal, as_json):
     from ..errors import UserError
+    from .remote import read_input
 
     try:
-        text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
+        text = read_input(file)  # the caller's file, also when this runs in a server
     except (OSError, UnicodeDecodeError) as e:
         raise UserError(f"cannot read {file}: {e}") from e
     with open_workbench() as wb:

@@ -16,7 +16,8 @@ from typing import Any
 
 import click
 
-from . import bench_command, commands, completion, curate_commands, export_commands, retrieval_commands, tui_commands
+from . import (bench_command, commands, completion, curate_commands, export_commands, retrieval_commands,
+               server_command, token_commands, tui_commands)
 from .options import RootGroup
 
 DESCRIPTION = ("A local-first knowledge workbench for curating what AI agents know: versioned, scoped, owned "
@@ -43,14 +44,14 @@ def cli(ctx: click.Context) -> int | None:
 
 
 for _module in (commands, retrieval_commands, curate_commands, bench_command, tui_commands, export_commands,
-                completion):
+                token_commands, server_command, completion):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``workbench`` with ``argv`` (default: ``sys.argv[1:]``) and return its exit code."""
-    obj: dict[str, Any] = {"tui_when_alone": argv is None}
+    obj: dict[str, Any] = {"tui_when_alone": argv is None, "argv": list(sys.argv[1:] if argv is None else argv)}
     return cli.main(args=argv, prog_name="workbench", standalone_mode=False, obj=obj)
 
 

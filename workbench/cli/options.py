@@ -126,10 +126,32 @@ def workspace() -> str | None:
 
 
 def open_workbench():
-    """The workspace a command acts on (--workspace, else WORKBENCH_HOME, else ./.workbench/)."""
+    """The workspace a command acts on (--workspace, else WORKBENCH_HOME, else ./.workbench/); inside
+    the team server, the server's own open workspace (lent, never closed by the command)."""
+    from .remote import SERVED
+
+    served = SERVED.get()
+    if served is not None:
+        return _Lent(served.wb)
     from ..service import Workbench
 
     return Workbench.open(workspace())
+
+
+class _Lent:
+    """``with open_workbench() as wb`` over a workspace someone else closes."""
+
+    def __init__(self, wb: Any) -> None:
+        self.wb = wb
+
+    def __enter__(self) -> Any:
+        return self.wb
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.wb, name)
 
 
 # -- commands ------------------------------------------------------------------------------------
@@ -161,11 +183,30 @@ class WorkbenchCommand(_Documented, click.Command):
         from ..errors import WorkbenchError
 
         try:
+            _over_the_server(ctx)
             return super().invoke(ctx)
         except WorkbenchError as e:  # the core names the parameter; the CLI adds its option
             if e.param and not hasattr(e, "cli_hint"):
                 e.cli_hint = option_hint(self, e.param, e.message)
             raise
+
+
+def _over_the_server(ctx: click.Context) -> None:
+    """Inside the team server: apply the request's principal and path rules. Outside it, when a
+    server holds the workspace (or WORKBENCH_URL names one): run the command there instead, and
+    exit with its exit code (cli/remote.py)."""
+    from . import remote
+
+    served = remote.SERVED.get()
+    if served is not None:
+        remote.prepare_served(ctx, ctx.command_path, served)
+        return
+    top = ctx.command_path.split(" ")[1] if " " in ctx.command_path else ""
+    if top in remote.LOCAL or top in remote.FACES:
+        return
+    endpoint = remote.endpoint_for(workspace())
+    if endpoint is not None:
+        raise click.exceptions.Exit(remote.forward(ctx, endpoint))
 
 
 # The core's parameter names where this CLI's options are named otherwise.
@@ -244,6 +285,9 @@ class RootGroup(WorkbenchGroup):
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except WorkbenchError as e:
+            from .remote import note_failure
+
+            note_failure(e)
             click.echo(f"workbench: {e.message}{getattr(e, 'cli_hint', '')}", err=True)
             raise click.exceptions.Exit(e.exit_code) from e
         except KeyboardInterrupt as e:

@@ -51,7 +51,10 @@ MinConfidence = Annotated[float | None, Field(ge=0, le=1, description="Leave out
                                               "(0-1, comparable across queries) is below this.")]
 
 
-def build_server(wb, principal: str):
+def build_server(wb, principal: str | None = None, *, caller=None):
+    """The MCP server over ``wb``: acting as ``principal`` (stdio: one principal per process), or,
+    with ``caller``, as whoever ``caller()`` names for the request being answered (the team
+    server: the bearer token's principal; calls are not serialised, the store is shared)."""
     from mcp.server import MCPServer
     from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
     from mcp.shared.exceptions import MCPError
@@ -59,16 +62,23 @@ def build_server(wb, principal: str):
 
     from ..errors import NotFound, WorkbenchError
 
-    who = wb.principal(principal)  # an unknown principal fails before the server starts
-    lock = threading.Lock()
+    fixed = wb.principal(principal) if caller is None else None  # an unknown principal fails before it starts
+
+    def me():
+        return fixed if caller is None else wb.principal(caller())
+
+    lock = threading.Lock() if caller is None else None
     server = MCPServer(
         name="workbench", title="workbench knowledge", version=__version__,
-        instructions=f"Curated, cited engineering knowledge visible to {who.name}. Use `context` for a "
+        instructions=f"Curated, cited engineering knowledge visible to {fixed.name if fixed else 'you'}. "
+                     "Use `context` for a "
                      "ready-to-use, budgeted context for a task (pins first, anti-patterns to avoid), `search` "
                      "to find fragments, `get` (or the resource workbench://fragment/ID) for one fragment's full "
                      "text. Cite fragments as id@vN. Prefer a fragment's superseder when one is named.")
 
     def guarded(fn, *args, **kwargs):
+        if lock is None:  # the team server holds the workspace and serves many callers at once
+            return fn(*args, **kwargs)
         with lock:
             try:
                 return fn(*args, **kwargs)
@@ -97,7 +107,7 @@ def build_server(wb, principal: str):
                kind: Kind = None, tag: Tag = None, owner: Owner = None, updated_since: Since = None,
                dense_weight: DenseWeight = None, min_confidence: MinConfidence = None,
                ) -> Annotated[CallToolResult, shapes.SearchOut]:
-        found = tool_call(wb.search, query, principal=who, k=k, kind=kind, tag=tag, owner=owner,
+        found = tool_call(wb.search, query, principal=me(), k=k, kind=kind, tag=tag, owner=owner,
                           updated_since=updated_since, dense_weight=dense_weight, min_confidence=min_confidence)
         data = shapes.search_data(found)
         return result(shapes.search_text(data, query), data)
@@ -109,7 +119,7 @@ def build_server(wb, principal: str):
     def get(id: Annotated[str, Field(min_length=1, max_length=128,
                                      description="A fragment id, as search and context cite it (without @vN).")],
             ) -> Annotated[CallToolResult, shapes.FragmentOut]:
-        data = tool_call(_fetch, wb, id.split("@v")[0], who)
+        data = tool_call(_fetch, wb, id.split("@v")[0], me())
         return result(shapes.fragment_markdown(data), data)
 
     @server.tool(title="Context for a task", annotations=annotations("Context for a task"),
@@ -133,7 +143,7 @@ def build_server(wb, principal: str):
     def fitted_context(query: str, budget: int, extra: dict[str, Any]):
         """The context and its text. The core counts every part of the text (items with their
         citations, separators, headings) against the budget; the trim is only a guard."""
-        composed = tool_call(wb.context, query, principal=who, budget=budget, **extra)
+        composed = tool_call(wb.context, query, principal=me(), budget=budget, **extra)
         return shapes.trimmed(composed, budget, wb.index.count_tokens)
 
     # -- resources: the fragments, one page at a time --------------------------------------------
@@ -144,7 +154,7 @@ def build_server(wb, principal: str):
     def fragment_resource(id: str) -> str:
         uri = URI_PREFIX + id
         try:
-            data = guarded(_fetch, wb, id, who)
+            data = guarded(_fetch, wb, id, me())
         except NotFound as e:  # out of scope and missing answer alike: the SDK's own "unknown resource"
             raise ResourceNotFoundError(f"Unknown resource: {uri}") from e
         except WorkbenchError as e:
@@ -156,6 +166,7 @@ def build_server(wb, principal: str):
         from mcp_types import ListResourcesResult
 
         after = _decode_cursor(params.cursor if params else None, MCPError, INVALID_PARAMS)
+        who = me()
         page, more = await anyio.to_thread.run_sync(lambda: guarded(_page, wb, who, after))
         return ListResourcesResult(resources=[_resource(f) for f in page],
                                    next_cursor=_encode_cursor(page[-1].id) if more and page else None)
@@ -183,6 +194,7 @@ def build_server(wb, principal: str):
         if not task.strip() or len(task) > MAX_QUERY:
             raise MCPError(code=INVALID_PARAMS, message=f"task must be 1 to {MAX_QUERY} characters")
         try:
+            who = me()
             composed = guarded(wb.context, task, principal=who, budget=tokens)
         except WorkbenchError as e:
             raise MCPError(code=INVALID_PARAMS, message=e.message) from e

@@ -10,6 +10,7 @@ the service's features, each in its own module and each told in its constructor 
     curation    Curation    pins, graph, dedupe, merge, anti-patterns
     staleness   Staleness   stale, nudge, verify, snooze
     exports     Exports     fragment files, sets, bundles, agent context files
+    tokens      Tokens      API tokens: create, list, revoke, authenticate
 
 Every public method below is one of theirs, named in the table at the end of the class. The
 facade never renders output and never parses command lines; rules are decided in the features
@@ -35,6 +36,7 @@ from .fragments import Fragments
 from .ingest import Ingestion
 from .search import Retrieval
 from .staleness import Staleness
+from .tokens import Tokens
 from .workspace import Workspace
 
 
@@ -58,6 +60,7 @@ class Workbench:
         self.ingestion = Ingestion(self.ws, self.curation)
         self.staleness = Staleness(self.ws, self.fragments)
         self.exports = Exports(self.ws, self.fragments, self.retrieval)
+        self.tokens = Tokens(self.ws)
 
     @property
     def root(self) -> Path:
@@ -116,6 +119,12 @@ class Workbench:
         """Release the workspace lock until the next call (for long-running faces: MCP, TUI)."""
         self.store.release()
 
+    def share(self) -> None:
+        """Serve many threads at once, for the team server: each thread reads through its own
+        cursor and writes go one at a time. The workspace must be writable."""
+        self.store.require_writable("serve it")
+        self.store.share()
+
     def release_requested(self) -> bool:
         """Whether another process is waiting for the workspace this one holds."""
         return self.store.release_requested()
@@ -167,6 +176,7 @@ class Workbench:
     fetch = _via("retrieval", Retrieval.fetch)
     record_get = _via("retrieval", Retrieval.record_get)
     trace = _via("retrieval", Retrieval.trace)
+    health = _via("retrieval", Retrieval.health)
 
     eval_golden = _via("evaluation", Evaluation.eval_golden)
     eval_beir = staticmethod(Evaluation.eval_beir)
@@ -196,3 +206,8 @@ class Workbench:
     agent_selection = _via("exports", Exports.agent_selection)
     render_agents = _via("exports", Exports.render_agents)
     export_agents = _via("exports", Exports.export_agents)
+
+    token_create = _via("tokens", Tokens.token_create)
+    token_list = _via("tokens", Tokens.token_list)
+    token_revoke = _via("tokens", Tokens.token_revoke)
+    authenticate = _via("tokens", Tokens.authenticate)

@@ -255,6 +255,12 @@ class Retrieval(Feature):
                    "rank": 1, "score": 1.0, "scores": {}}]
         return self._trace("get", fragment.id, self.principal(principal), None, None, served, now or utcnow())
 
+    def health(self) -> dict[str, int]:
+        """Figures a long-running server reports (its /metrics): the index generation, the
+        fragments and the traces stored. Counts only: nothing about what any fragment says."""
+        return {"index_generation": self.store.generation(), "fragments": self.store.counts()["fragments"],
+                "traces": self.store.trace_total()}
+
     def trace(self, trace_id: str, *, principal: str | Principal | None = None) -> dict[str, Any]:
         """What a call served, exactly. Only the principal who made the call may read its trace
         (anyone else is told it does not exist); items since moved out of their scope are hidden."""

@@ -41,13 +41,17 @@ class RetrievalQueries:
     _memory_authority: tuple[int, dict[str, tuple[float, int, int]]] | None = None
 
     def generation(self) -> int:
-        if self._generation is None:
-            self._generation = int(self._q("SELECT value FROM meta WHERE key = 'generation'")[0][0])
-        return self._generation
+        found = self._generation
+        if found is None:
+            epoch = self.gen_epoch
+            found = int(self._q("SELECT value FROM meta WHERE key = 'generation'")[0][0])
+            if epoch == self.gen_epoch and not self._depth:  # no write changed it meanwhile (shared mode)
+                self._generation = found
+        return found
 
     def bump_generation(self) -> None:
         self._q("UPDATE meta SET value = CAST(CAST(value AS BIGINT) + 1 AS VARCHAR) WHERE key = 'generation'")
-        self._generation = None  # re-read: a rolled-back transaction must not leave it ahead
+        self.forget_generation()  # re-read: a rolled-back transaction must not leave it ahead
 
     # -- embeddings ----------------------------------------------------------------------
 
@@ -227,6 +231,9 @@ class RetrievalQueries:
         r = rows[0]
         return {"id": r[0], "created_at": r[1], "kind": r[2], "query": r[3], "principal": r[4], "scope": r[5],
                 "settings": json.loads(r[6]), "served": json.loads(r[7])}
+
+    def trace_total(self) -> int:
+        return int(self._q("SELECT count(*) FROM traces")[0][0])
 
     def trace_counts(self, since: datetime) -> dict[str, int]:
         """fragment id → times served in traces since ``since`` (for staleness ranking)."""

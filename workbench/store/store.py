@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import tempfile
+import threading
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -21,12 +23,13 @@ from .fts import FtsQueries
 from .overrides import OverrideQueries
 from .retrieval import RetrievalQueries
 from .rows import Stamp, Stored, Summary, VersionWrite, text_column
+from .tokens import TokenQueries
 
 _FRAGMENT_COLS = ("id, version, kind, title, body, org, repo, persona, session, owner, status, tags, links, "
                   "supersedes, sources, details, content_hash, created_at, updated_at, verified_at")
 
 
-class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, OverrideQueries):
+class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, OverrideQueries, TokenQueries):
     """One open workspace database.
 
     ``read_only``: None (default) opens read-write when the file system allows it and
@@ -43,7 +46,10 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, Overri
         self.schema_pending: list[tuple[int, str]] = []  # read-only only: read-compatible migrations not applied
         self.lock_timeout = lock_timeout
         self._con = None
-        self._depth = 0
+        self._local = threading.local()  # per thread: its DuckDB cursor (shared mode) and transaction depth
+        self._write_lock = threading.RLock()  # one writer at a time in this process (shared mode)
+        self.shared = False
+        self.gen_epoch = 0
         self._blame = self.path
         self._memory_authority = None  # read-only: PageRank computed in memory (see put_authority)
         self._memory_authority_graph: str | None = None
@@ -55,7 +61,7 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, Overri
         import duckdb
 
         con, problem = open_database(self.path, read_only=self._mode, lock_timeout=self.lock_timeout)
-        self._generation = None  # another process may have written while we were away
+        self.forget_generation()  # another process may have written while we were away
         self.epoch = getattr(self, "epoch", 0) + 1  # caches keyed by generation must not outlive a reconnect
         self.read_only = problem is not None
         self._blame, self.read_only_reason = problem if problem else (self.path, None)
@@ -75,10 +81,37 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, Overri
 
     @property
     def con(self):
-        """The DuckDB connection, reopened on demand after ``release``."""
+        """The DuckDB connection, reopened on demand after ``release``; in shared mode, this
+        thread's own cursor on it (a DuckDB connection object must not be used by two threads)."""
         if self._con is None:
             self._connect()
-        return self._con
+        if not self.shared:
+            return self._con
+        cursor = getattr(self._local, "cursor", None)
+        if cursor is None or getattr(self._local, "epoch", None) != self.epoch:
+            cursor = self._local.cursor = self._con.cursor()
+            self._local.epoch = self.epoch
+        return cursor
+
+    def share(self) -> None:
+        """Serve many threads at once (the team server): each thread reads through its own
+        cursor (DuckDB's MVCC gives it a consistent snapshot), and writes are serialised, one
+        writer at a time (``transaction`` and every statement that changes data)."""
+        self.shared = True
+
+    @property
+    def _depth(self) -> int:
+        return getattr(self._local, "depth", 0)
+
+    @_depth.setter
+    def _depth(self, value: int) -> None:
+        self._local.depth = value
+
+    def forget_generation(self) -> None:
+        """Drop the cached generation (a write changed it, or may have); readers that read it
+        concurrently do not cache what they read (see ``generation``)."""
+        self.gen_epoch += 1
+        self._generation = None
 
     def release(self) -> None:
         """Let go of the file (and its lock) between operations; the next query reconnects.
@@ -136,6 +169,9 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, Overri
             raise StoreError(f"database error: {e}") from e
 
     def _q(self, sql: str, params: list[Any] | tuple = ()) -> list[tuple]:
+        if self.shared and not self._depth and sql.lstrip()[:6].upper() in _WRITES:
+            with self._write_lock:  # an autocommit write (a trace, a meta row): one writer at a time
+                return self._guard(lambda: self.con.execute(sql, list(params)).fetchall())
         return self._guard(lambda: self.con.execute(sql, list(params)).fetchall())
 
     @contextmanager
@@ -150,21 +186,24 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, Overri
                 self._depth -= 1
             return
         self.require_writable(what)
-        self._q("BEGIN TRANSACTION")
-        self._depth = 1
-        try:
-            yield self
-        except BaseException:
-            self._depth = 0
-            self._generation = None  # cached state may have seen the rolled-back writes
-            self.epoch += 1          # ... and a generation number may be reused after a rollback
+        with self._write_lock if self.shared else contextlib.nullcontext():
+            self._q("BEGIN TRANSACTION")
+            self._depth = 1
             try:
-                self.con.execute("ROLLBACK")
-            except Exception:
-                pass
-            raise
-        self._depth = 0
-        self._q("COMMIT")
+                yield self
+            except BaseException:
+                self._depth = 0
+                self.forget_generation()  # cached state may have seen the rolled-back writes
+                self.epoch += 1           # ... and a generation number may be reused after a rollback
+                try:
+                    self.con.execute("ROLLBACK")
+                except Exception:
+                    pass
+                raise
+            self._depth = 0
+            self._q("COMMIT")
+            if self.shared:
+                self.forget_generation()  # a reader may have cached the one before this commit
 
     def schema_versions(self) -> list[int]:
         return sorted(migrations.recorded(self.con) if self.read_only else migrations.applied(self.con))
@@ -364,6 +403,9 @@ _BATCH_COLUMNS = ("{id: 'VARCHAR', version: 'INTEGER', author: 'VARCHAR', writte
                   "status: 'VARCHAR', tags: 'VARCHAR[]', links: 'VARCHAR[]', supersedes: 'VARCHAR[]', "
                   "sources: 'JSON', details: 'JSON', created_at: 'TIMESTAMP', verified_at: 'TIMESTAMP', "
                   "origin: 'VARCHAR'}")
+
+
+_WRITES = {"INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER", "CHECKP", "PRAGMA"}
 
 
 def _refused_write(error: Exception) -> bool:

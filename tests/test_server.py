@@ -1,0 +1,284 @@
+"""The team server as its clients meet it: a real `workbench server` process on a copy of the
+sample workspace, spoken to over HTTP with urllib, over MCP with hand-written JSON-RPC (not our
+SDK), and through the CLI (which finds the server by its advert, or by WORKBENCH_URL)."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import re
+import shutil
+import signal
+from datetime import timedelta
+
+import pytest
+
+from conftest import run_cli, run_cli_process
+from server_support import server, start_server, stop_server
+
+pytestmark = pytest.mark.process
+EDITABLE = "nw-rb-deploy-rollback"
+
+
+@pytest.fixture(scope="module")
+def team(sample_workspace_template, tmp_path_factory):
+    """A running server and tokens: an agent (non-admin), marco (non-admin), priya (admin), one
+    revoked, one expired."""
+    from workbench import Workbench
+    from workbench.models import utcnow
+    from workbench.service.tokens import token_hash
+
+    root = tmp_path_factory.mktemp("team") / "ws"
+    shutil.copytree(sample_workspace_template, root)
+    tokens = {}
+    with Workbench.open(root) as wb:
+        tokens["agent"] = wb.token_create("agent.nw-coder").token
+        tokens["marco"] = wb.token_create("marco.bianchi").token
+        tokens["admin"] = wb.token_create("priya.raman").token
+        revoked = wb.token_create("marco.bianchi")
+        wb.token_revoke(revoked.id)
+        tokens["revoked"] = revoked.token
+        raw = "wbt_0123456789ab_" + "x" * 43
+        wb.store.put_token("0123456789ab", "marco.bianchi", token_hash(raw), utcnow() - timedelta(days=3),
+                           utcnow() - timedelta(days=1), None)
+        tokens["expired"] = raw
+    with server(root) as running:
+        yield running, tokens
+
+
+def mcp(running, token, method, params=None, *, session=None, id=1):
+    """One JSON-RPC message to /mcp; (status, the JSON-RPC answer or None, the session id)."""
+    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
+    if session:
+        headers["Mcp-Session-Id"] = session
+    message = {"jsonrpc": "2.0", "method": method, **({"params": params} if params is not None else {})}
+    if id is not None:
+        message["id"] = id
+    status, body, got = running.call("POST", "/mcp", message, token=token, headers=headers)
+    if isinstance(body, str):  # an SSE stream: the data line of its one message
+        datas = [line[5:].strip() for line in body.splitlines() if line.startswith("data:")]
+        body = json.loads(datas[-1]) if datas else None
+    return status, body, {k.lower(): v for k, v in got.items()}.get("mcp-session-id", session)
+
+
+def mcp_session(running, token):
+    status, body, session = mcp(running, token, "initialize", {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "plain-json-rpc", "version": "1"}})
+    assert status == 200, body
+    assert mcp(running, token, "notifications/initialized", session=session, id=None)[0] == 202
+    return session
+
+
+def show(running, token, fid):
+    status, body, _ = running.call("GET", f"/api/v1/show?id={fid}", token=token)
+    assert status == 200, body
+    return body
+
+
+# -- identity --------------------------------------------------------------------------------------
+
+
+def test_healthz_is_open_and_everything_else_needs_a_token(team):
+    running, _ = team
+    assert running.call("GET", "/healthz")[:2] == (200, {"status": "ok"})
+    for method, path in (("GET", "/metrics"), ("GET", "/api/v1"), ("GET", "/api/v1/search?query=deploy"),
+                         ("POST", "/api/v1/cli"), ("POST", "/mcp"), ("GET", "/nowhere")):
+        status, body, headers = running.call(method, path, {} if method == "POST" else None)
+        assert status == 401, (path, body)
+        assert headers.get("www-authenticate", headers.get("WWW-Authenticate", "")).startswith("Bearer")
+
+
+def test_a_bad_token_gets_401_and_changes_nothing(team):
+    running, tokens = team
+    before = show(running, tokens["admin"], EDITABLE)
+    told = {}
+    for kind, token in {"missing": None, "garbage": "not a token", "unknown": "wbt_ffffffffffff_" + "y" * 43,
+                        "revoked": tokens["revoked"], "expired": tokens["expired"]}.items():
+        status, body, _ = running.call("POST", "/api/v1/archive", {"id": EDITABLE, "reason": "gone"}, token=token)
+        assert status == 401, (kind, body)
+        told[kind] = body["error"]
+        status, _, _ = mcp(running, token, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                           "clientInfo": {"name": "x", "version": "1"}})
+        assert status == 401, kind
+        r = run_cli_process("archive", EDITABLE, "--reason", "gone", "--as", "marco.bianchi",
+                            env={"WORKBENCH_URL": running.url, **({"WORKBENCH_TOKEN": token} if token else {})})
+        assert r.returncode == 2 and "HTTP 401" in r.stderr and "Traceback" not in r.stderr, (kind, r.stderr)
+    # every bad token is told the same thing: no oracle for which token ids exist or were revoked
+    assert len({told[k] for k in ("garbage", "unknown", "revoked", "expired")}) == 1, told
+    assert told["missing"] != told["unknown"]
+    assert show(running, tokens["admin"], EDITABLE) == before
+
+
+def test_as_is_honoured_only_for_an_admin_token(team):
+    running, tokens = team
+
+    status, body, _ = running.call("POST", "/api/v1/search", {"query": "deploy", "k": 1, "as": "marco.bianchi"},
+                                   token=tokens["agent"])
+    trace = running.call("GET", f"/api/v1/trace?id={body['trace_id']}", token=tokens["agent"])[1]
+    assert trace["principal"] == "agent.nw-coder"  # --as ignored: the token's principal acted
+    status, body, _ = running.call("POST", "/api/v1/search", {"query": "deploy", "k": 1, "as": "marco.bianchi"},
+                                   token=tokens["admin"])
+    trace = running.call("GET", f"/api/v1/trace?id={body['trace_id']}", token=tokens["marco"])[1]
+    assert trace["principal"] == "marco.bianchi"  # an admin's --as is honoured
+    r = run_cli_process("search", "deploy", "-k", "1", "--as", "priya.raman",
+                        env={"WORKBENCH_URL": running.url, "WORKBENCH_TOKEN": tokens["agent"]})
+    assert r.returncode == 0 and "--as priya.raman ignored: this token acts as agent.nw-coder" in r.stderr
+
+
+def test_an_out_of_scope_id_answers_like_an_unknown_one_over_http_and_mcp(team):
+    running, tokens = team
+    hidden = running.call("GET", "/api/v1/show?id=tw-adr-0009-transactional-outbox", token=tokens["marco"])
+    missing = running.call("GET", "/api/v1/show?id=tw-rb-no-such-thing", token=tokens["marco"])
+    assert hidden[0] == missing[0] == 404
+    assert hidden[1]["error"].replace("tw-adr-0009-transactional-outbox", "X") == missing[1]["error"].replace(
+        "tw-rb-no-such-thing", "X")
+    session = mcp_session(running, tokens["agent"])
+    answers = []
+    for fid in ("tw-adr-0009-transactional-outbox", "tw-rb-no-such-thing"):
+        status, body, _ = mcp(running, tokens["agent"], "tools/call", {"name": "get", "arguments": {"id": fid}},
+                              session=session, id=7)
+        assert status == 200 and body["result"]["isError"] is True
+        answers.append(body["result"]["content"][0]["text"].replace(fid, "X"))
+    assert answers[0] == answers[1]
+
+
+def test_mcp_over_http_acts_as_the_token_principal(team):
+    running, tokens = team
+    session = mcp_session(running, tokens["agent"])
+    status, body, _ = mcp(running, tokens["agent"], "tools/list", {}, session=session, id=2)
+    assert {t["name"] for t in body["result"]["tools"]} >= {"search", "get", "context"}
+    status, body, _ = mcp(running, tokens["agent"], "tools/call",
+                          {"name": "search", "arguments": {"query": "customer charged twice", "k": 3}},
+                          session=session, id=3)
+    assert status == 200 and not body["result"].get("isError"), body
+    trace_id = body["result"]["structuredContent"]["trace_id"]
+    trace = running.call("GET", f"/api/v1/trace?id={trace_id}", token=tokens["agent"])[1]
+    assert trace["principal"] == "agent.nw-coder"
+    # another principal's session on the same server is its own
+    other = mcp_session(running, tokens["marco"])
+    body = mcp(running, tokens["marco"], "tools/call", {"name": "search", "arguments": {"query": "deploy", "k": 1}},
+               session=other, id=4)[1]
+    trace = running.call("GET", f"/api/v1/trace?id={body['result']['structuredContent']['trace_id']}",
+                         token=tokens["marco"])[1]
+    assert trace["principal"] == "marco.bianchi"
+
+
+def test_paths_on_the_server_need_an_admin_token(team, tmp_path):
+    running, tokens = team
+    status, body, _ = running.call("POST", "/api/v1/export-files", {"dir": str(tmp_path / "out")},
+                                   token=tokens["marco"])
+    assert status == 400 and "admin token" in body["error"], body
+    assert not (tmp_path / "out").exists()
+    status, body, _ = running.call("POST", "/api/v1/ingest", {"paths": ["/etc"]}, token=tokens["agent"])
+    assert status == 400 and "admin token" in body["error"]
+    status, body, _ = running.call("POST", "/api/v1/export-files", {"dir": str(tmp_path / "out"), "as": "priya.raman"},
+                                   token=tokens["admin"])
+    assert status == 200 and body["files"] > 0, body
+    assert any((tmp_path / "out").rglob("*.md"))
+
+
+def test_too_many_failures_brake_that_address_but_not_a_good_token(sample_workspace):
+    from workbench import Workbench
+
+    with Workbench.open(sample_workspace) as wb:
+        good = wb.token_create("marco.bianchi").token
+    with server(sample_workspace) as running:  # its own server: the brake lasts a minute for 127.0.0.1
+        assert running.call("GET", "/api/v1", token=good)[0] == 200  # known good before the storm
+        statuses = [running.call("GET", "/api/v1", token=f"wbt_{i:012x}_guess")[0] for i in range(25)]
+        assert statuses[:20] == [401] * 20 and set(statuses[20:]) == {429}, statuses
+        assert [running.call("GET", "/api/v1")[0] for _ in range(3)] == [401] * 3  # no token: 401, not braked
+        assert running.call("GET", "/api/v1", token=good)[0] == 200
+        metrics = running.call("GET", "/metrics", token=good)[1]
+        assert 'workbench_auth_failures_total{reason="braked"} 5' in metrics
+
+
+# -- the API and the CLI through it ------------------------------------------------------------------
+
+
+def test_the_api_lists_its_commands_and_answers_bad_requests_plainly(team):
+    running, tokens = team
+    listing = running.call("GET", "/api/v1", token=tokens["marco"])[1]["commands"]
+    paths = {c["command"] for c in listing}
+    assert {"search", "context", "show", "edit", "pin", "set/create", "token/create"} <= paths
+    assert not {"server", "tui", "mcp", "init", "bench"} & paths
+    assert running.call("GET", "/api/v1/nope", token=tokens["marco"])[0] == 404
+    status, body, _ = running.call("POST", "/api/v1/search", {"query": "x", "bogus": 1}, token=tokens["marco"])
+    assert status == 400 and "bogus" in body["error"]
+    status, body, _ = running.call("POST", "/api/v1/search", raw=b"{not json", token=tokens["marco"])
+    assert status == 400
+    status, body, _ = running.call("POST", "/api/v1/cli", {"argv": "search x"}, token=tokens["marco"])
+    assert status == 400
+
+
+def test_the_json_api_answers_what_the_cli_prints(team):
+    running, tokens = team
+    env = {"WORKBENCH_URL": running.url, "WORKBENCH_TOKEN": tokens["marco"]}
+    for args in (["show", "nw-adr-0007-idempotency-keys"], ["history", "nw-adr-0007-idempotency-keys"],
+                 ["list"], ["pins"], ["stale"]):
+        r = run_cli(*args, "--json", env=env)
+        assert r.returncode == 0, r.stderr
+        query = "&".join(f"id={a}" for a in args[1:])
+        status, api, _ = running.call("GET", f"/api/v1/{args[0]}?{query}", token=tokens["marco"])
+        assert status == 200 and json.loads(r.stdout) == api, args
+
+
+def test_parallel_edits_all_land_and_a_stale_base_is_a_conflict(team, tmp_path):
+    running, tokens = team
+    env = {"WORKBENCH_URL": running.url, "WORKBENCH_TOKEN": tokens["admin"]}
+    ids = ["nw-rb-duplicate-charge", "nw-rb-refund-stuck-pending", "nw-adr-0007-idempotency-keys",
+           "nw-note-postmortem-inc-2291"]
+    bases = {fid: show(running, tokens["admin"], fid)["version"] for fid in ids}
+
+    def edit(fid, n):
+        body = tmp_path / f"{fid}-{n}.md"
+        body.write_text(f"Edited in parallel ({n}).\n")
+        return run_cli_process("edit", fid, "--file", str(body), "--reason", f"parallel {n}", "--as", "priya.raman",
+                               "--base", str(bases[fid]), "--json", env=env)
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda a: edit(*a), [(fid, 0) for fid in ids]))
+    assert all(r.returncode == 0 for r in results), [r.stderr for r in results]
+    for fid in ids:
+        assert show(running, tokens["admin"], fid)["version"] == bases[fid] + 1
+    target = ids[0]
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:  # three editors who all read the same version
+        bases[target] += 1
+        results = list(pool.map(lambda n: edit(target, n), [1, 2, 3]))
+    assert sorted(r.returncode for r in results) == [0, 2, 2], [r.stderr for r in results]
+    assert all("changed since" in r.stderr for r in results if r.returncode == 2), [r.stderr for r in results]
+    assert show(running, tokens["admin"], target)["version"] == bases[target] + 1  # no update lost or doubled
+
+
+def test_metrics_count_requests_and_report_the_index(team):
+    running, tokens = team
+    running.call("GET", "/api/v1/search?query=deploy&k=1", token=tokens["marco"])
+    text = running.call("GET", "/metrics", token=tokens["marco"])[1]
+    assert 'workbench_requests_total{endpoint="api search",status="200"}' in text
+    assert 'workbench_request_seconds_bucket{endpoint="api search",le="+Inf"}' in text
+    assert re.search(r"^workbench_fragments 1\d\d$", text, re.M), text
+    assert re.search(r"^workbench_index_generation \d+$", text, re.M) and re.search(r"^workbench_traces \d+$", text, re.M)
+    log = [json.loads(line) for line in running.log.read_text().splitlines() if line.startswith("{")]
+    assert any(e["event"] == "request" and e.get("endpoint") == "api search" and e["principal"] == "marco.bianchi"
+               for e in log)
+
+
+# -- the advert ----------------------------------------------------------------------------------------
+
+
+def test_the_advert_goes_with_the_server_and_a_stale_one_is_ignored(sample_workspace):
+    running = start_server(sample_workspace)
+    assert json.loads((sample_workspace / "server.json").read_text())["pid"] == running.process.pid
+    assert oct((sample_workspace / "server.token").stat().st_mode & 0o777) == "0o600"
+    r = run_cli("list", "--json", "--as", "marco.bianchi", workspace=sample_workspace)
+    assert r.returncode == 0, r.stderr  # through the server (the file is locked by it)
+    stop_server(running, signal.SIGKILL)
+    assert (sample_workspace / "server.json").exists()  # kill -9 leaves it behind ...
+    r = run_cli("list", "--json", "--as", "marco.bianchi", workspace=sample_workspace)
+    assert r.returncode == 0, r.stderr  # ... and the CLI sees its process is gone and works alone
+    with server(sample_workspace) as again:  # a new server replaces the stale record, removes it on SIGTERM
+        assert json.loads((sample_workspace / "server.json").read_text())["pid"] == again.process.pid
+        r = run_cli_process("server", "--port", "0", workspace=sample_workspace)
+        assert r.returncode == 2 and "already holds" in r.stderr
+    assert not (sample_workspace / "server.json").exists()
+    assert os.environ.get("WORKBENCH_URL") is None

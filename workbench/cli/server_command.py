@@ -1,0 +1,30 @@
+"""`workbench server`: one process holds the workspace and serves the team (cli/remote.py is how
+other commands become its clients; workbench/server/ is the server)."""
+
+from __future__ import annotations
+
+import click
+
+from .options import INT, command, workspace
+
+
+@command("server", "Hold the workspace and serve it to a team: the JSON API (/api/v1), MCP over streamable "
+         "HTTP (/mcp), /healthz and /metrics; every request needs a bearer token (`workbench token create`). "
+         "While it runs, the CLI on this machine sends its commands to it.",
+         "workbench server --port 8765")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="address to bind (loopback by default: put a TLS reverse proxy in front for a team)")
+@click.option("--port", type=INT, default=8765, show_default=True, help="port (0: any free port)")
+@click.option("--quiet", is_flag=True, help="log warnings and errors only (not every request)")
+def server(host, port, quiet):
+    from ..errors import UserError
+    from ..server.run import serve
+    from .remote import CommandApi, route_output
+
+    if not 0 <= port < 65536:
+        raise UserError(f"--port {port} is not a port number")
+    root = click.get_current_context().find_root().command
+    serve(workspace(), host=host, port=port, api=CommandApi(root), route_output=route_output, quiet=quiet)
+
+
+COMMANDS = [server]

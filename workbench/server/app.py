@@ -1,0 +1,230 @@
+"""The team server's ASGI application (Starlette, as the MCP SDK brings it).
+
+Routes:
+    GET  /healthz              liveness: {"status": "ok"} (no token needed, nothing else told)
+    GET  /metrics              Prometheus text: requests and latency per endpoint, index generation,
+                               fragments, traces
+    GET  /api/v1               the commands served, with their parameters
+    POST /api/v1/cli           {"argv": [...], "cwd", "files", "columns"}: a command line, run here as
+                               the token's principal: {"exit", "stdout", "stderr"} (the CLI's client)
+    GET|POST /api/v1/CMD[/SUB] a command's --json contract: parameters by name (query string or JSON
+                               body, e.g. {"query": "...", "k": 5}); the command's JSON, or
+                               {"error", "exit"} with 400 / 401 / 404 / 409 / 500
+    /mcp                       MCP (streamable HTTP): the stdio server's tools, resources and prompt
+
+Every route but /healthz needs ``Authorization: Bearer TOKEN``. Commands run on worker threads
+(reads side by side; the store lets one writer at a time in); an answer is logged as one JSON line
+on stderr and counted in /metrics. Nothing here decides visibility or write rules: the command
+runs through the core as the token's principal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import json
+import time
+from typing import Any
+from urllib.parse import parse_qsl
+
+from .auth import Caller, Gate, Refused
+from .logs import Log
+from .metrics import Metrics
+
+CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("workbench_caller", default=None)
+OPEN = {"/healthz"}
+MAX_BODY = 8 * 1024 * 1024
+THREADS = 32
+STATUS = {"NotFound": 404, "Conflict": 409, "Unauthenticated": 401, "WorkspaceBusy": 503, "ReadOnly": 409}
+
+
+class Front:
+    """The outermost ASGI layer: authentication, the caller's context, metrics and the access log."""
+
+    def __init__(self, app, gate: Gate, metrics: Metrics, log: Log):
+        self.app, self.gate, self.metrics, self.log = app, gate, metrics, log
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        path = scope.get("path", "")
+        client = (scope.get("client") or ("?", 0))[0]
+        status = {"code": 500}
+
+        async def sending(message) -> None:
+            if message["type"] == "http.response.start":
+                status["code"] = message["status"]
+            await send(message)
+
+        caller = None
+        try:
+            if path not in OPEN:
+                headers = dict(scope.get("headers") or [])
+                auth = headers.get(b"authorization")
+                try:
+                    caller = self.gate.check(auth.decode("latin-1") if auth else None, client)
+                except Refused as e:
+                    self.metrics.auth_failed(e.reason)
+                    self.log.warn("auth_failed", reason=e.reason, client=client, path=path, status=e.status)
+                    await _refuse(sending, e)
+                    return
+                scope.setdefault("state", {})["caller"] = caller
+            token = CALLER.set(caller)
+            try:
+                await self.app(scope, receive, sending)
+            finally:
+                CALLER.reset(token)
+        finally:
+            seconds = time.perf_counter() - started
+            endpoint = scope.get("workbench.endpoint") or _endpoint(path)
+            self.metrics.observe(endpoint, status["code"], seconds)
+            self.log.info("request", method=scope.get("method"), path=path, endpoint=endpoint,
+                          status=status["code"], ms=round(seconds * 1000, 2), client=client,
+                          principal=None if caller is None else (caller.principal or "(owner)"))
+
+
+async def _refuse(send, e: Refused) -> None:
+    body = json.dumps({"error": e.message}).encode("utf-8")
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if e.status == 401:
+        headers.append((b"www-authenticate", b'Bearer realm="workbench"'))
+    if e.retry_after:
+        headers.append((b"retry-after", str(e.retry_after).encode()))
+    await send({"type": "http.response.start", "status": e.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _endpoint(path: str) -> str:
+    """A bounded label (never the raw path: anyone can send any path)."""
+    if path == "/mcp" or path.startswith("/mcp/"):
+        return "mcp"
+    return path if path in ("/healthz", "/metrics", "/api/v1") else "other"
+
+
+def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Metrics | None = None):
+    """The application over the open workspace ``wb``. ``api`` runs command lines (the CLI's
+    ``CommandApi``: this package does not import the command line); ``owner_token`` is the token
+    written for the user who started the server."""
+    import anyio
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, PlainTextResponse
+    from starlette.routing import Mount, Route
+
+    from ..errors import UserError
+    from ..mcp.http import http_app
+
+    log = log or Log()
+    metrics = metrics or Metrics()
+    gate = Gate(wb.authenticate, owner_token)
+    limiter = anyio.CapacityLimiter(THREADS)
+
+    def caller_name() -> str:
+        caller = CALLER.get()
+        if caller is None:
+            raise UserError("no caller for this request")
+        return caller.principal or wb.config.default_principal
+
+    mcp_app, mcp_lifespan = http_app(wb, caller_name)
+
+    async def run_command(request: Request, argv: list[str], *, cwd=None, files=None, columns=None):
+        caller: Caller = request.scope["state"]["caller"]
+        request.scope["workbench.endpoint"] = f"{request.scope['workbench.kind']} {_command_name(argv)}"
+        ran = await anyio.to_thread.run_sync(
+            lambda: api.run(argv, principal=caller.principal, admin=caller.admin, wb=wb, cwd=cwd, files=files,
+                            columns=columns), limiter=limiter)
+        if argv[:1] == ["token"]:
+            gate.forget()  # a token was created or revoked: check every token afresh
+        return ran
+
+    async def healthz(request: Request):
+        return JSONResponse({"status": "ok"})
+
+    async def metrics_text(request: Request):
+        text = await anyio.to_thread.run_sync(lambda: metrics.render(lambda: _gauges(wb)), limiter=limiter)
+        return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
+
+    async def commands(request: Request):
+        return JSONResponse({"commands": api.describe()})
+
+    async def cli(request: Request):
+        request.scope["workbench.kind"] = "cli"
+        body = await _json_body(request)
+        if isinstance(body, JSONResponse):
+            return body
+        argv, cwd, files, columns = body.get("argv"), body.get("cwd"), body.get("files") or {}, body.get("columns")
+        if (not isinstance(argv, list) or not all(isinstance(a, str) for a in argv)
+                or not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values())
+                or not (cwd is None or isinstance(cwd, str)) or not (columns is None or isinstance(columns, int))):
+            return JSONResponse({"error": "expected {\"argv\": [strings], \"cwd\": string, \"files\": {name: text}, "
+                                          "\"columns\": int}"}, status_code=400)
+        ran = await run_command(request, argv, cwd=cwd, files=files, columns=columns)
+        return JSONResponse(ran.to_dict())
+
+    async def command(request: Request):
+        request.scope["workbench.kind"] = "api"
+        path = request.path_params["path"].strip("/")
+        if request.method == "GET":
+            params: dict[str, Any] = {}
+            for key, value in parse_qsl(request.url.query, keep_blank_values=True):
+                params[key] = [*params[key], value] if isinstance(params.get(key), list) else (
+                    [params[key], value] if key in params else value)
+            params = {k: (True if v == "" else v) for k, v in params.items()}
+        else:
+            params = await _json_body(request)
+            if isinstance(params, JSONResponse):
+                return params
+        try:
+            argv = api.argv_for(path, params)
+        except UserError as e:
+            return JSONResponse({"error": e.message, "exit": e.exit_code}, status_code=404 if "unknown command"
+                                in e.message else 400)
+        ran = await run_command(request, argv)
+        if ran.exit != 0:
+            message = ran.stderr.strip().splitlines()[-1] if ran.stderr.strip() else "failed"
+            message = message.removeprefix("workbench: ").removeprefix("error: ")
+            return JSONResponse({"error": message, "exit": ran.exit},
+                                status_code=STATUS.get(ran.error or "", 400 if ran.exit == 2 else 500))
+        try:
+            return JSONResponse(json.loads(ran.stdout) if ran.stdout.strip() else None)
+        except ValueError:
+            return JSONResponse({"text": ran.stdout})
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        async with mcp_lifespan():
+            yield
+
+    routes = [Route("/healthz", healthz), Route("/metrics", metrics_text), Route("/api/v1", commands),
+              Route("/api/v1/cli", cli, methods=["POST"]),
+              Route("/api/v1/{path:path}", command, methods=["GET", "POST"]),
+              Mount("/", app=mcp_app)]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    return Front(app, gate, metrics, log), gate
+
+
+async def _json_body(request) -> Any:
+    from starlette.responses import JSONResponse
+
+    raw = await request.body()
+    if len(raw) > MAX_BODY:
+        return JSONResponse({"error": f"request body over {MAX_BODY} bytes"}, status_code=413)
+    try:
+        body = json.loads(raw or b"{}")
+    except ValueError:
+        return JSONResponse({"error": "the body is not JSON"}, status_code=400)
+    if not isinstance(body, dict):
+        return JSONResponse({"error": "the body must be a JSON object"}, status_code=400)
+    return body
+
+
+def _command_name(argv: list[str]) -> str:
+    words = [a for a in argv[:2] if not a.startswith("-")]
+    return " ".join(words[:2]) if words[:1] in (["set"], ["token"], ["antipattern"]) else (words[0] if words else "")
+
+
+def _gauges(wb) -> dict[str, float]:
+    return dict(wb.health())
+

@@ -1,0 +1,89 @@
+"""Run the team server: open the workspace for many threads, warm the index, listen (uvicorn),
+advertise the address in the workspace folder, and on SIGTERM or Ctrl-C stop taking requests,
+finish the ones in flight (writes included), remove the advert and close the workspace."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import signal
+from pathlib import Path
+from typing import Callable
+
+from .advert import read_advert, remove_advert, write_advert
+from .logs import Log
+
+GRACE_S = 30
+
+
+def serve(workspace: str | None, *, host: str, port: int, api, route_output: Callable[[], None],
+          quiet: bool = False) -> None:
+    import uvicorn
+
+    from ..config import resolve_workspace
+    from ..errors import UserError
+    from ..service import Workbench
+    from .app import build_app
+
+    root = resolve_workspace(workspace)
+    running = read_advert(root)
+    if running is not None:
+        raise UserError(f"a workbench server already holds {root}: {running.url} (pid {running.pid})")
+    log = Log(quiet=quiet)
+    wb = Workbench.open(root)
+    try:
+        wb.share()
+        log.info("warming", workspace=str(root))
+        wb.warm()
+        wb.index.load_model()  # the first search must not pay for it
+        logging.getLogger("mcp").setLevel(logging.WARNING)  # our own JSON log says what happened
+        owner = "wbo_" + secrets.token_urlsafe(32)
+        route_output()
+        app, _ = build_app(wb, api=api, owner_token=owner, log=log)
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on",
+                                timeout_graceful_shutdown=GRACE_S, server_header=False)
+        server = _Server(config)
+        asyncio.run(_run(server, root, host, owner, log))
+    finally:
+        remove_advert(root)
+        wb.close()
+        log.info("stopped", workspace=str(root))
+
+
+def _server_class():
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn re-raises SIGTERM/SIGINT after its graceful shutdown, which would end the
+        process before the advert is removed and the workspace closed: handle them here instead."""
+
+        @contextlib.contextmanager
+        def capture_signals(self):
+            yield
+
+    return Server
+
+
+def _Server(config):
+    return _server_class()(config)
+
+
+async def _run(server, root: Path, host: str, owner: str, log: Log) -> None:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, server.handle_exit, sig, None)  # 1st: finish in-flight requests; 2nd: now
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            await task  # failed to start (port in use): its error, and no advert
+            return
+        await asyncio.sleep(0.02)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    shown = "127.0.0.1" if host in ("0.0.0.0", "") else ("[::1]" if host == "::" else host)
+    url = f"http://{shown}:{port}"
+    write_advert(root, url, owner)
+    log.info("listening", url=url, workspace=str(root), pid=os.getpid())
+    await task
