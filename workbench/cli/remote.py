@@ -163,9 +163,11 @@ class CommandApi:
             files: dict | None = None, columns: int | None = None) -> Ran:
         return run_forwarded(self.root, argv, Served(wb, principal, admin, cwd, files, columns))
 
-    def argv_for(self, path: str, params: dict[str, Any]) -> list[str]:
+    def argv_for(self, path: str, params: dict[str, Any], *, principal: str | None = None) -> list[str]:
         """``workbench PATH --json`` with ``params`` (named as the command's parameters, e.g.
-        ``{"query": "...", "k": 5, "kind": ["runbook"]}``) as arguments and options."""
+        ``{"query": "...", "k": 5, "kind": ["runbook"]}``) as arguments and options. ``principal``
+        (the caller's) stands in for ``as`` when it is not given: over the API, a write needs no
+        ``as``, the token says who acts."""
         from ..errors import UserError
 
         command = _commands(self.root).get(path)
@@ -179,6 +181,8 @@ class CommandApi:
         values = dict(params)
         if "as" in values:
             values["principal"] = values.pop("as")
+        if values.get("principal") in (None, "") and principal and "principal" in known:
+            values["principal"] = principal
         for param in command.params:
             if not param.expose_value or param.name not in values or param.name == "as_json":
                 continue
