@@ -334,3 +334,38 @@ def test_a_fresh_process_reuses_pagerank_after_another_process_edited_text_only(
         wb.search("rollback", principal="dan.kowalski", trace=False)
         assert calls == [1]
     assert expected.hits
+
+
+def test_a_shared_store_serves_the_previous_generation_while_another_thread_builds(wb, tmp_path):
+    """The team server: a reader never queues behind another thread's build; the writer's own
+    refresh (fresh=True) waits for it, so the writer reads its write."""
+    import threading
+
+    from conftest import write_fragment
+
+    write_fragment(tmp_path / "in", "nw-one", body="alpha text")
+    write_fragment(tmp_path / "in", "nw-two", body="beta text")
+    wb.ingest([tmp_path / "in"], actor="marco.bianchi")
+    wb.share()
+    before = wb.index.refresh()
+    wb.edit("nw-one", "gamma text", reason="r", actor="marco.bianchi")
+    building, release = threading.Event(), threading.Event()
+
+    def builder():
+        with wb.index._lock:  # another thread in the middle of building the next generation
+            building.set()
+            release.wait(10)
+
+    t = threading.Thread(target=builder)
+    t.start()
+    building.wait(10)
+    assert wb.index.current() is before  # at once, the previous generation
+    got = {}
+    waiter = threading.Thread(target=lambda: got.setdefault("index", wb.index.current(fresh=True)))
+    waiter.start()
+    waiter.join(0.3)
+    assert waiter.is_alive()  # the writer's refresh waits for the build
+    release.set()
+    waiter.join(10)
+    t.join(10)
+    assert got["index"].generation == wb.store.generation() != before.generation

@@ -43,10 +43,20 @@ class IndexManager:
 
     # -- the index of the current generation ---------------------------------------------
 
-    def current(self, progress: Callable | None = None) -> SearchIndex:
+    def current(self, progress: Callable | None = None, *, fresh: bool = False) -> SearchIndex:
         """The index of the store's current generation: rebuilt after any change, reusing the
-        previous generation's fragments, tokens, vectors and authority where nothing changed."""
+        previous generation's fragments, tokens, vectors and authority where nothing changed.
+
+        When the store serves many threads (the team server) and another thread is building the
+        next generation, a reader gets the previous one instead of queueing behind the build
+        (``fresh=True`` waits: the writer's own refresh, so its next read sees its write)."""
         generation = self.store.generation()
+        previous = self._index
+        if (not fresh and previous is not None and previous.generation != generation
+                and getattr(self.store, "shared", False)):
+            if not self._lock.acquire(blocking=False):
+                return previous  # being built by another thread: this read sees the one before
+            self._lock.release()
         with self._lock:
             if self._index is None or self._index.generation != generation:
                 seed = self._snapshot() if self._index is None else None
@@ -89,6 +99,14 @@ class IndexManager:
             self._saved = key
             return True
         return False
+
+    def refresh(self) -> SearchIndex:
+        """Build the current generation now, with what every search needs (the lexical index and
+        the vectors): the team server calls it after a write, so readers do not build it."""
+        index = self.current(fresh=True)
+        index.lexical("bm25")
+        index.vectors()
+        return index
 
     def invalidate(self) -> None:
         """Forget everything held in memory (the next ``current()`` rebuilds from the store)."""

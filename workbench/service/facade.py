@@ -125,6 +125,11 @@ class Workbench:
         self.store.require_writable("serve it")
         self.store.share()
 
+    def refresh_index(self) -> None:
+        """Build the index of the current generation now (after a write, in the team server), so
+        the writer's next read sees its write and other readers never wait for a build."""
+        self.ws.index.refresh()
+
     def release_requested(self) -> bool:
         """Whether another process is waiting for the workspace this one holds."""
         return self.store.release_requested()
