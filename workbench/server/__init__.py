@@ -4,6 +4,7 @@ principal.
 
 ``app`` builds the ASGI application (the JSON API, /mcp, /healthz, /metrics); ``advert`` is the
 record in the workspace folder by which clients find a running server; ``auth``, ``metrics`` and
-``logs`` are its request plumbing. The server decides no visibility and no write rule: every
+``logs`` are its request plumbing. ``rpc`` serves the core's methods to ``client.RemoteWorkbench``
+(the facade the TUI runs on beside a server), in ``codec``'s JSON. The server decides no visibility and no write rule: every
 request goes through the core for the token's principal.
 """

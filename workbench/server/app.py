@@ -7,8 +7,12 @@ Routes:
     GET  /api/v1               the commands served, with their parameters
     POST /api/v1/cli           {"argv": [...], "cwd", "files", "columns"}: a command line, run here as
                                the token's principal: {"exit", "stdout", "stderr"} (the CLI's client)
+    POST /api/v1/rpc/METHOD    {"args", "kwargs"}: one method of the core, for the remote facade (the
+                               TUI's client; rules in rpc.py): {"result"} or {"error": {"type", ...}}
     GET|POST /api/v1/CMD[/SUB] a command's --json contract: parameters by name (query string or JSON
-                               body, e.g. {"query": "...", "k": 5}); the command's JSON, or
+                               body, e.g. {"query": "...", "k": 5}; "stdin": the text a "-" file
+                               argument reads, as in {"id": ..., "file": "-", "stdin": "..."} for edit);
+                               the command's JSON, or
                                {"error", "exit"} with 400 / 401 / 404 / 409 / 500
     /mcp                       MCP (streamable HTTP): the stdio server's tools, resources and prompt
 
@@ -32,6 +36,9 @@ from .logs import Log
 from .metrics import Metrics
 
 CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("workbench_caller", default=None)
+# Who MCP requests act as when the owner or an admin names someone (the stdio relay's `--as P`).
+ACTING: contextvars.ContextVar[str | None] = contextvars.ContextVar("workbench_acting", default=None)
+AS_HEADER = b"x-workbench-as"
 OPEN = {"/healthz"}
 MAX_BODY = 8 * 1024 * 1024
 THREADS = 32
@@ -58,7 +65,7 @@ class Front:
                 status["code"] = message["status"]
             await send(message)
 
-        caller = None
+        caller, acting = None, None
         try:
             if path not in OPEN:
                 headers = dict(scope.get("headers") or [])
@@ -71,10 +78,12 @@ class Front:
                     await _refuse(sending, e)
                     return
                 scope.setdefault("state", {})["caller"] = caller
-            token = CALLER.set(caller)
+                acting = self._acting(caller, headers.get(AS_HEADER), client, path)
+            token, as_token = CALLER.set(caller), ACTING.set(acting)
             try:
                 await self.app(scope, receive, sending)
             finally:
+                ACTING.reset(as_token)
                 CALLER.reset(token)
         finally:
             seconds = time.perf_counter() - started
@@ -82,7 +91,18 @@ class Front:
             self.metrics.observe(endpoint, status["code"], seconds)
             self.log.info("request", method=scope.get("method"), path=path, endpoint=endpoint,
                           status=status["code"], ms=round(seconds * 1000, 2), client=client,
-                          principal=None if caller is None else (caller.principal or "(owner)"))
+                          principal=None if caller is None else (caller.principal or "(owner)"), acting=acting)
+
+    def _acting(self, caller: Caller, header: bytes | None, client: str, path: str) -> str | None:
+        """The principal an ``X-Workbench-As`` header names, honoured for the owner and admin tokens
+        only (MCP then acts as that principal); anyone else's is ignored, with a warning."""
+        name = header.decode("latin-1").strip() if header else ""
+        if not name or name == caller.principal:
+            return None
+        if caller.principal is None or caller.admin:
+            return name
+        self.log.warn("as_ignored", principal=caller.principal, requested=name, client=client, path=path)
+        return None
 
 
 async def _refuse(send, e: Refused) -> None:
@@ -125,16 +145,20 @@ def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Met
         caller = CALLER.get()
         if caller is None:
             raise UserError("no caller for this request")
-        return caller.principal or wb.config.default_principal
+        return ACTING.get() or caller.principal or wb.config.default_principal
 
     mcp_app, mcp_lifespan = http_app(wb, caller_name)
 
     async def run_command(request: Request, argv: list[str], *, cwd=None, files=None, columns=None):
         caller: Caller = request.scope["state"]["caller"]
         request.scope["workbench.endpoint"] = f"{request.scope['workbench.kind']} {_command_name(argv)}"
-        ran = await anyio.to_thread.run_sync(
-            lambda: api.run(argv, principal=caller.principal, admin=caller.admin, wb=wb, cwd=cwd, files=files,
-                            columns=columns), limiter=limiter)
+        def run_and_refresh():
+            ran = api.run(argv, principal=caller.principal, admin=caller.admin, wb=wb, cwd=cwd, files=files,
+                          columns=columns)
+            wb.refresh_index()  # after a write: built here, before the answer; otherwise nothing to do
+            return ran
+
+        ran = await anyio.to_thread.run_sync(run_and_refresh, limiter=limiter)
         if argv[:1] == ["token"]:
             gate.forget()  # a token was created or revoked: check every token afresh
         return ran
@@ -176,12 +200,16 @@ def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Met
             params = await _json_body(request)
             if isinstance(params, JSONResponse):
                 return params
+        stdin = params.pop("stdin", None) if isinstance(params, dict) else None
+        if stdin is not None and not isinstance(stdin, str):
+            return JSONResponse({"error": "stdin must be a string (the text a '-' file argument reads)"},
+                                status_code=400)
         try:
-            argv = api.argv_for(path, params)
+            argv = api.argv_for(path, params, principal=request.scope["state"]["caller"].principal)
         except UserError as e:
             return JSONResponse({"error": e.message, "exit": e.exit_code}, status_code=404 if "unknown command"
                                 in e.message else 400)
-        ran = await run_command(request, argv)
+        ran = await run_command(request, argv, files={"-": stdin} if stdin is not None else None)
         if ran.exit != 0:
             message = ran.stderr.strip().splitlines()[-1] if ran.stderr.strip() else "failed"
             message = message.removeprefix("workbench: ").removeprefix("error: ")
@@ -192,6 +220,24 @@ def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Met
         except ValueError:
             return JSONResponse({"text": ran.stdout})
 
+    async def rpc_call(request: Request):
+        from . import rpc
+
+        method = request.path_params["method"]
+        request.scope["workbench.endpoint"] = rpc.endpoint(method)
+        body = await _json_body(request)
+        if isinstance(body, JSONResponse):
+            return body
+        caller: Caller = request.scope["state"]["caller"]
+        answer = await anyio.to_thread.run_sync(lambda: rpc.run(wb, caller, method, body), limiter=limiter)
+        error = answer.get("error")
+        if error is None:
+            return JSONResponse(answer)
+        status = STATUS.get(error["type"], 400 if error["exit_code"] == 2 else 500)
+        if status == 500:
+            log.error("rpc_failed", method=method, message=error["message"])
+        return JSONResponse(answer, status_code=status)
+
     @contextlib.asynccontextmanager
     async def lifespan(app):
         async with mcp_lifespan():
@@ -199,6 +245,7 @@ def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Met
 
     routes = [Route("/healthz", healthz), Route("/metrics", metrics_text), Route("/api/v1", commands),
               Route("/api/v1/cli", cli, methods=["POST"]),
+              Route("/api/v1/rpc/{method}", rpc_call, methods=["POST"]),
               Route("/api/v1/{path:path}", command, methods=["GET", "POST"]),
               Mount("/", app=mcp_app)]
     app = Starlette(routes=routes, lifespan=lifespan)

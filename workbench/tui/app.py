@@ -418,12 +418,13 @@ class WorkbenchApp(App):
                          done)
 
 
-def run(workspace: str | None = None, principal: str | None = None) -> None:
+def run(workspace: str | None = None, principal: str | None = None, *, workbench=None) -> None:
     """Run the app; on quit, close the workspace unless a job still holds it (then it is left to
-    the process's end: DuckDB's write-ahead log keeps a write whole either way)."""
+    the process's end: DuckDB's write-ahead log keeps a write whole either way). ``workbench``: a
+    facade the launcher opened (a team server's), used instead of opening ``workspace`` here."""
     from ..service import Workbench
 
-    wb = Workbench.open(workspace)
+    wb = workbench if workbench is not None else Workbench.open(workspace)
     app = WorkbenchApp(wb, principal=principal)
     try:
         app.run()

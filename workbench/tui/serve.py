@@ -37,6 +37,7 @@ QUIT_GRACE_S = 3.0        # a closed tab's app has this long to end after "quit"
 SHUTDOWN_GRACE_S = 0.8    # when the server stops, every app has this long after "quit", then SIGKILL
 KILL_WAIT_S = 0.5         # a closed tab's app: after SIGTERM, before SIGKILL
 STDERR_SHOWN = 2000       # characters of a dead app's stderr shown in the page
+APP_MODULE = "workbench.tui.served"   # each tab's app process: python -m APP_MODULE --workspace W [--as P]
 
 
 class _Tee:
@@ -173,11 +174,11 @@ class WorkbenchServer(Server):
     """textual-serve's server running ``workbench.tui.served`` for each tab, on loopback."""
 
     def __init__(self, workspace: Path, principal: str | None = None, *, host: str = "127.0.0.1",
-                 port: int = 8000):
+                 port: int = 8000, module: str = APP_MODULE):
         import textual_serve
 
         package = Path(textual_serve.__file__).parent
-        self.argv = [sys.executable, "-m", "workbench.tui.served", "--workspace", str(workspace)]
+        self.argv = [sys.executable, "-m", module, "--workspace", str(workspace)]
         if principal:
             self.argv += ["--as", principal]
         super().__init__(" ".join(self.argv), host=host, port=port, title="workbench",
@@ -244,12 +245,14 @@ def _int(value: str | None, default: int) -> int:
         return default
 
 
-def serve(workspace: Path, principal: str | None = None, *, port: int = 8000, host: str = "127.0.0.1") -> None:
+def serve(workspace: Path, principal: str | None = None, *, port: int = 8000, host: str = "127.0.0.1",
+          module: str = APP_MODULE) -> None:
     """Serve the workbench UI for ``workspace`` until SIGINT or SIGTERM. Raises ``UserError`` when
-    the port cannot be bound."""
+    the port cannot be bound. ``module``: what each tab's process runs (``python -m MODULE
+    --workspace W [--as P]``; the launcher names another one to run the app on a team server's facade)."""
     from ..errors import UserError
 
     try:
-        WorkbenchServer(workspace, principal, host=host, port=port).serve()
+        WorkbenchServer(workspace, principal, host=host, port=port, module=module).serve()
     except OSError as e:
         raise UserError(f"cannot serve on {host}:{port}: {e.strerror or e}") from e

@@ -23,6 +23,7 @@ import argparse
 import os
 import sys
 import threading
+from typing import Any, Callable
 
 from textual import messages
 from textual.app import App, ComposeResult
@@ -94,14 +95,18 @@ def lock_wait() -> float:
         return START_LOCK_WAIT_S
 
 
-def run(workspace: str, principal: str | None = None) -> int:
-    """Open the workspace and run the workbench; on a start-up error, show it. Returns the exit code."""
+def run(workspace: str, principal: str | None = None, *, connect: Callable[[str], Any] | None = None) -> int:
+    """Open the workspace and run the workbench; on a start-up error, show it. Returns the exit code.
+    ``connect(workspace)``: the facade of a team server holding the workspace, or None (then the
+    workspace is opened here); given by the launcher (this package does not know the server)."""
     from ..service import Workbench
     from .app import WorkbenchApp
 
     wb = None
     try:
-        wb = Workbench.open(workspace, lock_timeout=lock_wait())
+        wb = connect(workspace) if connect is not None else None
+        if wb is None:
+            wb = Workbench.open(workspace, lock_timeout=lock_wait())
         app = WorkbenchApp(wb, principal=principal)
     except WorkbenchError as e:
         if wb is not None:
@@ -120,13 +125,13 @@ def run(workspace: str, principal: str | None = None) -> int:
     return app.return_code or 0
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, *, connect: Callable[[str], Any] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m workbench.tui.served",
                                      description="One browser tab's workbench app (started by `workbench serve`).")
     parser.add_argument("--workspace", required=True)
     parser.add_argument("--as", dest="principal")
     args = parser.parse_args(argv)
-    code = run(args.workspace, args.principal)
+    code = run(args.workspace, args.principal, connect=connect)
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     os._exit(code)  # not waiting for daemon threads (a model load) or the interpreter's teardown

@@ -1,0 +1,170 @@
+"""The remote facade's server side: ``POST /api/v1/rpc/METHOD`` runs one method of the server's
+open ``Workbench`` for the request's caller, so a face in another process (the TUI, through
+``client.RemoteWorkbench``) calls the core as if it held the workspace.
+
+The body is ``{"args": [...], "kwargs": {...}, "cwd": "/caller/folder"}`` (values in ``codec``'s
+JSON; ``cwd`` optional); the answer ``{"result": ...}``, or for a core error ``{"error": {"type",
+"message", "param", "exit_code"}}``, which the app answers with that error's HTTP status.
+
+Who may call what is decided here, never by the client:
+
+- Only the methods in ``METHODS``: what the TUI reads and writes, and the methods that work on
+  files of the server's disk. Never ``close``, ``share``, ``release``, ``init``, ``open``, the
+  token methods (``workbench token`` goes through /api/v1/cli, whose rules it has), ``warm`` or
+  ``search_index`` (the server keeps its own index warm) or anything else.
+- Who acts: every ``principal=`` / ``actor=`` argument (and ``principal(name)``'s name) is the
+  caller's principal for a non-admin token, whatever was sent; an admin token's choice is kept
+  (default: its own principal); the server's owner (the token it wrote at start) acts as given,
+  as the local command line does. A principal crosses as its name only: a sent ``Principal``
+  object is never trusted.
+- Files on the server's disk (``DISK``: ingest, exports, bundle import, golden sets, and a
+  reranker folder) need an admin token; a relative path is the caller's ``cwd``'s.
+- ``now=`` is the server's clock for a non-admin caller, except for reads that record nothing
+  (``NOW_KEPT``): a write or a trace is dated by the server.
+- ``progress=`` callbacks do not cross the wire: dropped.
+- Other principals' e-mail addresses and session memberships are not shown to a non-admin.
+
+This module decides; the core still applies every visibility and write rule for the principal
+it is given. It does no HTTP (``app`` does) and imports the core only when called.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from pathlib import Path
+from typing import Any
+
+from ..errors import NotFound, PermissionDenied, UserError, ValidationError, WorkbenchError
+from . import codec
+
+READ = frozenset({
+    "principal", "principals", "list", "browse", "get", "history", "diff", "stats", "search", "context",
+    "superseded_by", "trace", "graph_node", "pins", "stale", "preview_files", "set_show", "set_fragments",
+    "render_agents", "quick_lexical", "health",
+})
+WRITE = frozenset({"edit", "revert", "pin", "unpin", "verify", "snooze", "add_antipattern"})
+# methods that read or write files on the server's disk, with the parameters naming them
+DISK = {"ingest": ("paths",), "ingest_git": ("path",), "import_bundle": ("folder",), "export_files": ("out",),
+        "export_bundle": ("out",), "export_agents": ("out",), "eval_golden": ("path",)}
+# parameters of other methods that name files on the server's disk (admin only when given)
+DISK_PARAMS = {"search": ("reranker",), "context": ("reranker",)}
+CONFIG = "config"   # the workspace's configuration (a property of the facade, fetched once by clients)
+METHODS = READ | WRITE | frozenset(DISK) | {CONFIG}
+WHO = ("principal", "actor")
+NOW_KEPT = frozenset({"browse", "stale"})
+BODY_KEYS = {"args", "kwargs", "cwd"}
+
+
+def endpoint(method: str) -> str:
+    """The metrics and log label of a call (bounded: anyone can send any method name)."""
+    return f"rpc {method}" if method in METHODS else "rpc ?"
+
+
+def run(wb: Any, caller: Any, method: str, body: dict[str, Any]) -> dict[str, Any]:
+    """Run ``method`` for ``caller`` (``auth.Caller``): ``{"result": ...}`` or ``{"error": ...}``."""
+    try:
+        args, kwargs, cwd = _read(body)
+        fn, args, kwargs = prepare(wb, caller, method, args, kwargs, cwd=cwd)
+        result = shown(wb, caller, method, fn(*args, **kwargs))
+    except WorkbenchError as e:
+        return {"error": error_dict(e)}
+    except Exception as e:  # noqa: BLE001 - a bug answers 500 with its kind, never a traceback
+        return {"error": error_dict(WorkbenchError(f"internal error on the server: {type(e).__name__}: {e}"))}
+    try:
+        return {"result": codec.encode(result)}
+    except codec.CodecError as e:
+        return {"error": error_dict(WorkbenchError(f"internal error on the server: {e.message}"))}
+
+
+def error_dict(e: WorkbenchError) -> dict[str, Any]:
+    out = {"type": type(e).__name__, "message": e.message, "param": e.param, "exit_code": e.exit_code}
+    if isinstance(e, ValidationError):
+        out.update({"file": e.file, "field": e.field, "problem": e.problem})
+    return out
+
+
+def _read(body: dict[str, Any]) -> tuple[list, dict, str | None]:
+    from ..models import Scope
+
+    unknown = sorted(set(body) - BODY_KEYS)
+    if unknown:
+        raise UserError(f"unknown key {unknown[0]!r} in the call (expected args, kwargs, cwd)")
+    args, kwargs, cwd = body.get("args", []), body.get("kwargs", {}), body.get("cwd")
+    if not isinstance(args, list) or not isinstance(kwargs, dict) or not (cwd is None or isinstance(cwd, str)):
+        raise UserError("expected {\"args\": [...], \"kwargs\": {...}, \"cwd\": string}")
+    # arguments are plain values and scopes: no other type is rebuilt from what a client sends
+    return codec.decode(args, classes=[Scope]), codec.decode(kwargs, classes=[Scope]), cwd
+
+
+def prepare(wb: Any, caller: Any, method: str, args: list, kwargs: dict, *, cwd: str | None = None):
+    """(the bound method, args, kwargs) to run for ``caller``, with the rules above applied."""
+    if method not in METHODS:
+        raise NotFound(f"unknown method {method!r} (the remote facade serves: {', '.join(sorted(METHODS))})")
+    if method == CONFIG:
+        if args or kwargs:
+            raise UserError("config takes no arguments")
+        return (lambda: wb.config), [], {}
+    if method in DISK and not caller.admin:
+        raise PermissionDenied(f"{method} reads or writes files on the server: it needs an admin token "
+                               "(or run it where the server runs)")
+    signature = inspect.signature(getattr(type(wb), method))
+    try:
+        bound = signature.bind(None, *args, **kwargs)
+    except TypeError as e:
+        raise UserError(f"bad arguments for {method}: {e}") from e
+    values = bound.arguments
+    for name in (("name",) if method == "principal" else WHO):
+        if name in signature.parameters:
+            values[name] = acting(caller, values.get(name))
+    if "progress" in values:
+        values["progress"] = None
+    if "now" in values and not caller.admin and method not in NOW_KEPT:
+        del values["now"]
+    for name in DISK_PARAMS.get(method, ()):
+        if values.get(name) is not None and not caller.admin:
+            raise PermissionDenied(f"{method} with a {name} reads files on the server: it needs an admin token",
+                                   param=name)
+    for name in DISK.get(method, ()):
+        if name in values:
+            values[name] = _absolute(values[name], cwd)
+    return getattr(wb, method), list(bound.args[1:]), dict(bound.kwargs)
+
+
+def acting(caller: Any, given: Any) -> str | None:
+    """Who acts for ``caller`` when the call names ``given`` (a name, or None)."""
+    if given is not None and not isinstance(given, str):
+        raise UserError(f"a principal is sent by name, not as {type(given).__name__}")
+    if caller.principal is None:      # the server's owner: as the local command line
+        return given
+    if caller.admin:
+        return given or caller.principal
+    return caller.principal
+
+
+def shown(wb: Any, caller: Any, method: str, result: Any) -> Any:
+    """What a caller is shown of a result: to a non-admin, other principals without their e-mail
+    addresses and session memberships (the configuration, ``principal`` and ``principals``)."""
+    if caller.admin or method not in (CONFIG, "principal", "principals"):
+        return result
+
+    def trim(p):
+        return p if p.name == caller.principal else dataclasses.replace(p, email=None, sessions=())
+    if method == "principal":
+        return trim(result)
+    if method == "principals":
+        return [trim(p) for p in result]
+    return dataclasses.replace(result, principals={n: trim(p) for n, p in result.principals.items()},
+                               reranker=None)
+
+
+def _absolute(value: Any, cwd: str | None) -> Any:
+    """A path argument with a relative path made the caller's folder's (URLs left alone)."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(_absolute(v, cwd) for v in value)
+    if not isinstance(value, (str, Path)) or not cwd:
+        return value
+    text = str(value)
+    if "://" in text or text.startswith("git@"):
+        return value
+    return str(Path(cwd, Path(text).expanduser()))
