@@ -46,10 +46,10 @@ class Running:
             return status, text, got
 
 
-def start_server(root: Path, *, env: dict | None = None) -> Running:
+def start_server(root: Path, *, env: dict | None = None, port: int = 0) -> Running:
     log = root.parent / f"server-{time.monotonic_ns()}.log"
     with open(log, "w") as err:
-        process = subprocess.Popen([str(WORKBENCH_BIN), "--workspace", str(root), "server", "--port", "0"],
+        process = subprocess.Popen([str(WORKBENCH_BIN), "--workspace", str(root), "server", "--port", str(port)],
                                    stdout=subprocess.DEVNULL, stderr=err, env={**os.environ, **(env or {})})
     deadline = time.monotonic() + START_S
     advert = root / "server.json"

@@ -163,14 +163,44 @@ def import_bundle(dir, principal, allow_secret, dry_run, as_json):
 
 
 @command("mcp", "Run the MCP server on stdio acting as PRINCIPAL: tools search, get, context (read-only, traced); "
-         "fragments as resources workbench://fragment/{id}; the prompt task-context.",
+         "fragments as resources workbench://fragment/{id}; the prompt task-context. When a team server holds "
+         "the workspace (or WORKBENCH_URL names one), relay to its /mcp instead, as PRINCIPAL for the owner's "
+         "or an admin's token, else as the token's principal.",
          "workbench mcp --as agent.nw-coder")
 @as_option("whose scope the tools, resources and prompt see", required=True)
 def mcp(principal):
+    from .remote import endpoint_for
+
+    endpoint = endpoint_for(workspace())
+    if endpoint is not None:
+        _relay(endpoint, principal)
+        return
     from ..mcp.server import run
 
     print(f"workbench MCP server on stdio as {principal}", file=sys.stderr, flush=True)
     run(workspace(), principal)
+
+
+def _relay(endpoint, principal: str) -> None:
+    """MCP on stdio relayed to the team server (no model, no index here), after one request that
+    checks the server answers, accepts the token and knows the principal."""
+    from ..errors import NotFound
+    from ..mcp.relay import run
+    from .remote import TIMEOUT_S, endpoint_for, request
+
+    names = sorted(p.get("name") for p in request(endpoint, "GET", "/api/v1/principals"))
+    if principal not in names:
+        raise NotFound(f"unknown principal {principal!r} (known: {', '.join(names)})")
+    print(f"workbench MCP on stdio as {principal}, relayed to the server at {endpoint.url} ({endpoint.source})",
+          file=sys.stderr, flush=True)
+
+    folder = workspace()  # read here: click's context is not there on the relay's threads
+
+    def reconnect():  # where the server is now (a restarted one has a new address and owner token)
+        found = endpoint_for(folder)
+        return None if found is None else (found.url, found.token)
+
+    run(endpoint.url, endpoint.token, principal, timeout=TIMEOUT_S, reconnect=reconnect)
 
 
 COMMANDS = [set_, export, import_bundle, mcp]
