@@ -8,7 +8,8 @@ keeps it, see long_lived.py), and in this process, with asyncio and httpx:
   gave it), arriving at ``--rate`` (20) requests per second in all (Poisson);
 - ``--curators`` (5) curators, each reading a fragment of its org and saving an edit with ``base`` =
   the version it read (a conflict is deliberate: it re-reads and goes on), and pinning and unpinning
-  (30 %), one action a second each;
+  (30 %), one action every ``--curator-pause`` seconds each (10 by default: a busy person; 1 is a
+  stress test of 5+ writes a second);
 - for ``--seconds`` (60).
 
 It reports throughput, p50 / p95 / p99 per operation, errors (anything but a deliberate conflict),
@@ -148,11 +149,11 @@ async def agent(client, url: str, token: str, mcp: bool, queries: list[str], rec
 
 
 async def curator(client, url: str, token: str, name: str, org: str, targets: list[str], rec: Recorder,
-                  until: float, rng: random.Random) -> None:
+                  until: float, rng: random.Random, pause: float) -> None:
     headers = {"Authorization": f"Bearer {token}"}
     n = 0
     while time.monotonic() < until:
-        await asyncio.sleep(rng.uniform(0.5, 1.5))
+        await asyncio.sleep(rng.uniform(0.5 * pause, 1.5 * pause))
         fid = rng.choice(targets)
         n += 1
         try:
@@ -208,7 +209,7 @@ async def drive(url: str, tokens: dict[str, str], args, queries: list[str], targ
         for i in range(args.curators):
             lead = leads[i % len(leads)]
             tasks.append(curator(client, url, tokens[lead], f"{lead}-{i}", lead.replace("lead", "org"), targets[lead],
-                                 rec, until, random.Random(rng.random())))
+                                 rec, until, random.Random(rng.random()), args.curator_pause))
         await asyncio.gather(*tasks)
         return time.monotonic() - start
 
@@ -274,12 +275,14 @@ def run(args) -> dict[str, Any]:
         rec = Recorder()
         seconds = asyncio.run(drive(url, tokens, args, queries, targets, rec))
         out: dict[str, Any] = {"fragments": args.fragments, "agents": args.agents, "curators": args.curators,
+                               "curator_pause_s": args.curator_pause,
                                "seconds": round(seconds, 1), "target_rate_per_s": args.rate, "built": built,
                                "server_start_s": round(start_s, 2), **rec.summary(seconds)}
         out.update(lost_updates(url, tokens, rec, before))
         metrics = httpx.get(f"{url}/metrics", headers={"Authorization": f"Bearer {tokens['owner']}"}).text
         out["server_index_generation"] = next((line.split()[-1] for line in metrics.splitlines()
                                                if line.startswith("workbench_index_generation ")), None)
+        out["server_side_share_within_50ms"] = _within(metrics, 0.05)
         out["server_peak_rss_mb"] = _hwm_mb(server.pid)
     finally:
         server.send_signal(signal.SIGTERM)
@@ -291,7 +294,29 @@ def run(args) -> dict[str, Any]:
     out["server_exit_on_sigterm"] = out_code
     out["advert_removed"] = not (ws / "server.json").exists()
     out["load_average"] = [round(x, 2) for x in os.getloadavg()]
+    out["cpu_calibration_s"] = _cpu_calibration_s()
     return out
+
+
+def _cpu_calibration_s() -> float:
+    """Seconds for a fixed pure-Python loop (10 million additions): how fast this machine is
+    right now (shared hosts vary by 2× or more between hours), to read the latencies against."""
+    t = time.perf_counter()
+    total = 0
+    for i in range(10_000_000):
+        total += i
+    return round(time.perf_counter() - t, 2)
+
+
+def _within(metrics: str, bound: float) -> dict[str, float]:
+    """Per endpoint, the share of requests the server answered within ``bound`` seconds (its own
+    histogram: time in the server, without the client's side of the loopback)."""
+    import re
+
+    counts: dict[str, dict[str, float]] = defaultdict(dict)
+    for m in re.finditer(r'^workbench_request_seconds_bucket\{endpoint="([^"]+)",le="([^"]+)"\} (\d+)$', metrics, re.M):
+        counts[m.group(1)][m.group(2)] = float(m.group(3))
+    return {e: round(c.get(str(bound), 0) / c["+Inf"], 3) for e, c in sorted(counts.items()) if c.get("+Inf")}
 
 
 def print_result(r: dict[str, Any]) -> None:
@@ -302,6 +327,9 @@ def print_result(r: dict[str, Any]) -> None:
     print(f"errors {r['errors']}  deliberate conflicts {r['conflicts']}  acknowledged edits {r['acknowledged_edits']}  "
           f"lost updates {r['lost_updates']}  server peak RSS {r['server_peak_rss_mb']} MB  "
           f"SIGTERM exit {r['server_exit_on_sigterm']}")
+    print(f"machine: 10M-addition Python loop {r['cpu_calibration_s']} s, load average {r['load_average']}")
+    print("server side, share answered within 50 ms: " + ", ".join(
+        f"{e} {v}" for e, v in r.get("server_side_share_within_50ms", {}).items()))
     for example in r["error_examples"]:
         print(f"  error: {example}")
 
@@ -314,6 +342,8 @@ def main() -> None:
     parser.add_argument("--curators", type=int, default=5, help="concurrent curators (5)")
     parser.add_argument("--seconds", type=float, default=60, help="how long (60)")
     parser.add_argument("--rate", type=float, default=20, help="agent requests per second in all (20)")
+    parser.add_argument("--curator-pause", type=float, default=10,
+                        help="mean seconds between a curator's actions (10: a busy person; 1: a stress test)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
     result = run(args)

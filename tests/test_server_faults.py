@@ -1,6 +1,6 @@
 """The team server's faults: killed with -9 in the middle of a load of edits and searches, then
 restarted, every write it acknowledged is there and nothing is half-written; stopped with SIGTERM in
-the middle of a write, it finishes the write before it exits."""
+the middle of a write, it finishes the write (and commits every queued trace) before it exits."""
 
 from __future__ import annotations
 
@@ -100,6 +100,8 @@ def test_sigterm_finishes_the_write_in_flight(sample_workspace, tmp_path):
         answer["result"] = running.call("POST", "/api/v1/ingest", {"paths": [str(folder)], "as": "marco.bianchi"},
                                         token=running.owner)
 
+    traced = [running.call("POST", "/api/v1/search", {"query": f"charged twice {i}", "as": "marco.bianchi"},
+                           token=running.owner)[1]["trace_id"] for i in range(20)]
     worker = threading.Thread(target=ingest)
     worker.start()
     time.sleep(0.4)
@@ -113,3 +115,5 @@ def test_sigterm_finishes_the_write_in_flight(sample_workspace, tmp_path):
 
     with Workbench.open(sample_workspace) as wb:
         assert len([f for f in wb.list(principal="marco.bianchi") if f.id.startswith("nw-bulk-")]) == 1500
+        for trace_id in traced:  # traces are committed in batches by a writer thread: all of them, by the exit
+            assert wb.trace(trace_id, principal="marco.bianchi")["trace_id"] == trace_id

@@ -60,7 +60,11 @@ class IndexManager:
         with self._lock:
             if self._index is None or self._index.generation != generation:
                 seed = self._snapshot() if self._index is None else None
-                self._index = build_index(self.store, self, previous=self._index, progress=progress, seed=seed)
+                built = build_index(self.store, self, previous=self._index, progress=progress, seed=seed)
+                if getattr(self.store, "shared", False) and self._index is not None:
+                    built.lexical("bm25")  # readers keep the previous generation until this one is whole
+                    built.vectors()
+                self._index = built
             elif progress is not None:
                 self._index.progress = progress
             return self._index

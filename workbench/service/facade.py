@@ -126,9 +126,11 @@ class Workbench:
         self.store.share()
 
     def refresh_index(self) -> None:
-        """Build the index of the current generation now (after a write, in the team server), so
-        the writer's next read sees its write and other readers never wait for a build."""
-        self.ws.index.refresh()
+        """After a request that wrote (in the team server): build the index of the current
+        generation now, so the writer's next read sees its write and other readers never wait
+        for a build. Nothing when this thread wrote nothing since it last called this."""
+        if self.store.take_bumps():
+            self.ws.index.refresh()
 
     def release_requested(self) -> bool:
         """Whether another process is waiting for the workspace this one holds."""

@@ -11,6 +11,8 @@ and they never raise the read-only error that user writes raise.
 from __future__ import annotations
 
 import json
+import queue
+import threading
 from datetime import datetime
 from typing import Any
 
@@ -52,6 +54,14 @@ class RetrievalQueries:
     def bump_generation(self) -> None:
         self._q("UPDATE meta SET value = CAST(CAST(value AS BIGINT) + 1 AS VARCHAR) WHERE key = 'generation'")
         self.forget_generation()  # re-read: a rolled-back transaction must not leave it ahead
+        self._local.bumped = True  # ... and forget it again after the commit (shared mode)
+        self._local.bumps = getattr(self._local, "bumps", 0) + 1
+
+    def take_bumps(self) -> int:
+        """How many times this thread changed the generation since it last asked (the team
+        server refreshes the index after a request that wrote, and only then)."""
+        found, self._local.bumps = getattr(self._local, "bumps", 0), 0
+        return found
 
     # -- embeddings ----------------------------------------------------------------------
 
@@ -218,14 +228,37 @@ class RetrievalQueries:
         say "trace not stored"."""
         if not self.can_store_derived():
             return False
-        self._q("INSERT INTO traces VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [trace["id"], trace["created_at"], trace["kind"], trace["query"], trace["principal"],
-                 trace.get("scope"), json.dumps(trace["settings"]), json.dumps(trace["served"])])
+        row = [trace["id"], trace["created_at"], trace["kind"], trace["query"], trace["principal"],
+               trace.get("scope"), json.dumps(trace["settings"]), json.dumps(trace["served"])]
+        if getattr(self, "shared", False):
+            self._trace_writer().put(row)
+            return True
+        self._q(_INSERT_TRACE, row)
         return True
 
+    # In a shared store (the team server) traces are committed by one writer thread, in batches:
+    # a search does not wait for an fsync, nor behind another request's write transaction, and
+    # many traces share one commit. A trace is readable (``trace``) as soon as it is queued; one
+    # not yet committed when the process is killed is lost (a few milliseconds' worth).
+    _traces: "_TraceWriter | None" = None
+
+    def _trace_writer(self) -> "_TraceWriter":
+        with self._write_lock:
+            if self._traces is None:
+                self._traces = _TraceWriter(self)
+            return self._traces
+
+    def flush_traces(self) -> None:
+        """Commit every queued trace and stop the writer thread (before closing)."""
+        writer, self._traces = self._traces, None
+        if writer is not None:
+            writer.stop()
+
     def trace(self, trace_id: str) -> dict[str, Any] | None:
-        rows = self._q("SELECT id, created_at, kind, query, principal, scope, settings, served FROM traces "
-                       "WHERE id = ?", [trace_id])
+        queued = self._traces.pending(trace_id) if self._traces is not None else None
+        rows = [queued] if queued is not None else self._q(
+            "SELECT id, created_at, kind, query, principal, scope, settings, served FROM traces WHERE id = ?",
+            [trace_id])
         if not rows:
             return None
         r = rows[0]
@@ -241,6 +274,58 @@ class RetrievalQueries:
                        "FROM traces WHERE created_at >= ?) t, LATERAL (SELECT j->>'id' AS id) s GROUP BY s.id",
                        [since])
         return {r[0]: r[1] for r in rows}
+
+
+_INSERT_TRACE = "INSERT INTO traces VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+
+
+class _TraceWriter:
+    """One thread committing queued traces, all those waiting in one transaction."""
+
+    def __init__(self, store) -> None:
+        self.store = store
+        self.queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._pending: dict[str, list] = {}
+        self._lock = threading.Lock()
+        self.thread = threading.Thread(target=self._run, name="workbench-traces", daemon=True)
+        self.thread.start()
+
+    def put(self, row: list) -> None:
+        with self._lock:
+            self._pending[row[0]] = row
+        self.queue.put(row)
+
+    def pending(self, trace_id: str) -> list | None:
+        with self._lock:
+            return self._pending.get(trace_id)
+
+    def stop(self) -> None:
+        self.queue.put(None)
+        self.thread.join(timeout=60)
+
+    def _run(self) -> None:
+        done = False
+        while not done:
+            batch = [self.queue.get()]
+            while True:
+                try:
+                    batch.append(self.queue.get_nowait())
+                except queue.Empty:
+                    break
+            done = None in batch
+            rows = [r for r in batch if r is not None]
+            if rows:
+                self._commit(rows)
+
+    def _commit(self, rows: list[list]) -> None:
+        try:
+            with self.store.transaction("store traces"):
+                self.store.con.executemany(_INSERT_TRACE, rows)
+        except Exception:  # a trace that cannot be stored must not stop the next ones
+            pass
+        with self._lock:
+            for row in rows:
+                self._pending.pop(row[0], None)
 
 
 def _among(ids: list[str] | None) -> tuple[str | None, list[str]]:

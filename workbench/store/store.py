@@ -130,6 +130,7 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, Overri
         return self._con is not None and release_requested(self.path)
 
     def close(self) -> None:
+        self.flush_traces()
         if self._con is not None:
             self._con.close()
             self._con = None
@@ -202,8 +203,9 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, Overri
                 raise
             self._depth = 0
             self._q("COMMIT")
-            if self.shared:
+            if self.shared and getattr(self._local, "bumped", False):
                 self.forget_generation()  # a reader may have cached the one before this commit
+            self._local.bumped = False
 
     def schema_versions(self) -> list[int]:
         return sorted(migrations.recorded(self.con) if self.read_only else migrations.applied(self.con))
