@@ -282,3 +282,31 @@ def test_the_advert_goes_with_the_server_and_a_stale_one_is_ignored(sample_works
         assert r.returncode == 2 and "already holds" in r.stderr
     assert not (sample_workspace / "server.json").exists()
     assert os.environ.get("WORKBENCH_URL") is None
+
+
+def test_a_slow_export_does_not_hold_up_searches(team, tmp_path):
+    """An export reads the whole workspace and writes hundreds of files; searches asked meanwhile
+    are answered meanwhile (reads do not queue behind each other)."""
+    import threading
+    import time
+
+    running, tokens = team
+    done = {}
+
+    def export():
+        done["status"] = running.call("POST", "/api/v1/export-files", {"dir": str(tmp_path / "out"),
+                                                                       "as": "priya.raman"},
+                                      token=tokens["admin"])[0]
+        done["at"] = time.monotonic()
+
+    worker = threading.Thread(target=export)
+    worker.start()
+    answered = []
+    while worker.is_alive() and len(answered) < 50:
+        status = running.call("GET", "/api/v1/search?query=charged+twice&k=3", token=tokens["marco"])[0]
+        assert status == 200
+        answered.append(time.monotonic())
+    worker.join(120)
+    assert done["status"] == 200
+    during = [t for t in answered if t < done["at"]]
+    assert len(during) >= 2, f"only {len(during)} searches answered while the export ran"

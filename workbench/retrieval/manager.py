@@ -40,6 +40,7 @@ class IndexManager:
         self._lock = threading.RLock()
         self._pins: tuple[tuple[int, int], list[dict[str, Any]]] | None = None
         self._rerankers: dict[str, Any] = {}
+        self._builders: list[threading.Thread] = []
 
     # -- the index of the current generation ---------------------------------------------
 
@@ -104,13 +105,31 @@ class IndexManager:
             return True
         return False
 
-    def refresh(self) -> SearchIndex:
+    def refresh(self, wait: float | None = None) -> SearchIndex | None:
         """Build the current generation now, with what every search needs (the lexical index and
-        the vectors): the team server calls it after a write, so readers do not build it."""
-        index = self.current(fresh=True)
-        index.lexical("bm25")
-        index.vectors()
-        return index
+        the vectors): the team server calls it after a write, so readers do not build it. With
+        ``wait``, the build runs on its own thread and this returns after at most ``wait``
+        seconds (None if it is still building: a large ingest embeds for a while, and its answer
+        need not wait for that; readers keep the previous generation meanwhile)."""
+        if wait is None:
+            index = self.current(fresh=True)
+            index.lexical("bm25")
+            index.vectors()
+            return index
+        done: dict[str, SearchIndex] = {}
+        worker = threading.Thread(target=lambda: done.setdefault("index", self.refresh()), name="index-refresh",
+                                  daemon=True)
+        self._builders = [t for t in self._builders if t.is_alive()] + [worker]
+        worker.start()
+        worker.join(wait)
+        return done.get("index")
+
+    def settle(self) -> None:
+        """Wait for builds still running on their own threads (before the store closes: a build
+        must not outlive the connection it reads)."""
+        for worker in list(self._builders):
+            worker.join()
+        self._builders = []
 
     def invalidate(self) -> None:
         """Forget everything held in memory (the next ``current()`` rebuilds from the store)."""

@@ -220,6 +220,8 @@ class OnnxEncoder:
                     session = self._query[0] if cores == 1 else self._session(cores)
                     self._batch = (session, self._tokenizer(pad=True))
         session, tok = self._batch
+        if len(texts) <= SMALL_BATCH:  # an edit's few chunks: one thread, leaving the other cores to queries
+            session = self._query[0]
         lengths = [len(t) for t in texts]
         order = np.argsort(lengths, kind="stable")[::-1]  # similar lengths share a batch: little padding
         out = np.zeros((len(texts), 384), dtype=np.float32)
@@ -231,6 +233,9 @@ class OnnxEncoder:
             feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
             out[chunk] = _pool(session.run(None, feed)[0], mask)
         return out
+
+
+SMALL_BATCH = 8  # texts encoded on the one-thread session (see encode)
 
 
 def _pool(states: np.ndarray, mask: np.ndarray) -> np.ndarray:

@@ -40,6 +40,9 @@ from .tokens import Tokens
 from .workspace import Workspace
 
 
+REFRESH_WAIT_S = 5.0  # a write's answer waits this long at most for the index that shows it
+
+
 def _via(feature: str, method):
     """A facade method that calls ``method`` on the named feature (same signature and help)."""
     @functools.wraps(method)
@@ -113,6 +116,7 @@ class Workbench:
         return cls(root, config, Store(root / DB_NAME, lock_timeout=lock_timeout))
 
     def close(self) -> None:
+        self.ws.index.settle()
         self.store.close()
 
     def release(self) -> None:
@@ -130,7 +134,7 @@ class Workbench:
         generation now, so the writer's next read sees its write and other readers never wait
         for a build. Nothing when this thread wrote nothing since it last called this."""
         if self.store.take_bumps():
-            self.ws.index.refresh()
+            self.ws.index.refresh(wait=REFRESH_WAIT_S)
 
     def release_requested(self) -> bool:
         """Whether another process is waiting for the workspace this one holds."""
