@@ -32,6 +32,8 @@ async def settle(pilot, timeout=60.0) -> None:
     await until(pilot, lambda: pilot.app.pending == 0, timeout)
     await pilot.wait_for_scheduled_animations()
     await pilot.pause(0.05)  # widgets that mount their content in steps (Markdown) finish on a loaded machine
+    for widget in pilot.app.screen.query("Input, TextArea"):
+        widget.cursor_blink = False  # a snapshot on a busy machine must not catch a cursor in its off phase
     await pilot.pause()
 
 
