@@ -79,25 +79,38 @@ def render(hit: Hit) -> str:
     return "\n\n".join([*lines, body, cite(hit)] if body else [*lines, cite(hit)])
 
 
-def _partial(hit: Hit, query: str, room: int, count: TokenCounter) -> ContextItem | None:
-    """The best-matching sections of a fragment that fit in ``room`` tokens, with heading paths."""
+def _partial(hit: Hit, query: str, room: int, count: Callable[[str], int],
+             count_many: Callable[[list[str]], list[int]]) -> ContextItem | None:
+    """The best-matching sections of a fragment that fit in ``room`` tokens, with heading paths.
+
+    Sections are taken greedily in order of query-word overlap. Each trial is priced as the sum
+    of its blocks' counts (blocks are joined by blank lines, and the model's tokenizer splits on
+    whitespace first, so the sum is the joined text's count; each block is counted once, and
+    memoised across calls), then the chosen text is counted whole once and trimmed further
+    should the sum ever be short."""
     parts = sections(strip_boilerplate(hit.fragment.body))
     if len(parts) < 2:
         return None
     words = {w for w in re.findall(r"[a-z0-9]{3,}", query.lower())}
     scored = sorted(range(len(parts)), key=lambda i: -len(words & set(re.findall(r"[a-z0-9]{3,}",
                                                                                parts[i].text.lower()))))
+    frame = _join(hit, parts, [])
+    blocks = [_block(hit, parts, i) for i in range(len(parts))]
+    sizes = count_many([frame, *blocks])
+    used, each = sizes[0], sizes[1:]
     chosen: list[int] = []
     for i in scored:
-        trial = sorted(chosen + [i])
-        text = _join(hit, parts, trial)
-        if count(text) <= room:
-            chosen = trial
-    if not chosen:
-        return None
-    text = _join(hit, parts, chosen)
-    return ContextItem(hit, text, count(text), partial=True,
-                       sections=tuple(parts[i].heading_path(hit.fragment.title) for i in chosen))
+        if used + each[i] <= room:
+            chosen.append(i)
+            used += each[i]
+    while chosen:
+        text = _join(hit, parts, sorted(chosen))
+        tokens = count(text)
+        if tokens <= room:
+            return ContextItem(hit, text, tokens, partial=True,
+                               sections=tuple(parts[i].heading_path(hit.fragment.title) for i in sorted(chosen)))
+        chosen.pop()  # the least matching one goes first
+    return None
 
 
 def _label(hit: Hit) -> list[str]:
@@ -105,11 +118,12 @@ def _label(hit: Hit) -> list[str]:
     return [f"> {label}"] if label else []
 
 
+def _block(hit: Hit, parts, i: int) -> str:
+    return f"[{parts[i].heading_path(hit.fragment.title)}]\n{parts[i].text}"
+
+
 def _join(hit: Hit, parts, chosen: list[int]) -> str:
-    blocks = [f"## {hit.fragment.title}", *_label(hit)]
-    for i in chosen:
-        path = parts[i].heading_path(hit.fragment.title)
-        blocks.append(f"[{path}]\n{parts[i].text}")
+    blocks = [f"## {hit.fragment.title}", *_label(hit), *(_block(hit, parts, i) for i in chosen)]
     return "\n\n".join([*blocks, cite(hit)])
 
 
@@ -117,6 +131,7 @@ def compose(pins: list[Hit], ranked: list[Hit], avoid: list[Hit], *, budget: int
             count: TokenCounter, count_many: Callable[[list[str]], list[int]] | None = None) -> Composition:
     out = Composition(budget=budget)
     rendered: dict[str, tuple[str, int]] = {}
+    many = count_many or (lambda texts: [count(t) for t in texts])
     if count_many is not None:  # count every candidate in one batch up front
         hits = {h.id: h for h in [*pins, *avoid, *ranked]}
         texts = {fid: render(h) for fid, h in hits.items()}
@@ -144,7 +159,7 @@ def compose(pins: list[Hit], ranked: list[Hit], avoid: list[Hit], *, budget: int
             bucket.append(ContextItem(hit, text, tokens))
             out.used += tokens + frame
             return
-        part = _partial(hit, query, room, count) if allow_partial and room > 0 else None
+        part = _partial(hit, query, room, count, many) if allow_partial and room > 0 else None
         if part is not None:
             bucket.append(part)
             out.used += part.tokens + frame

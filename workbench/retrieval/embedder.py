@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from functools import lru_cache
 
 import numpy as np
@@ -25,6 +26,7 @@ from .bundled import offline as _offline
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIM = 384
+QUERY_CACHE = 4096  # query vectors kept (1.5 KB each)
 _lock = threading.Lock()
 _model = None
 
@@ -73,6 +75,8 @@ class Embedder:
         self.backend = check_backend(os.environ.get("WORKBENCH_EMBEDDER") or backend or DEFAULT_BACKEND)
         self._onnx = None
         self._lock = threading.Lock()
+        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._queries_lock = threading.Lock()
 
     def _onnx_encoder(self):
         """The ONNX encoder, or None after falling back to torch."""
@@ -119,7 +123,24 @@ class Embedder:
 
     def encode_query(self, text: str) -> np.ndarray:
         """One text, on the hot path: straight through the modules, without ``encode``'s
-        per-call set-up (same vector as ``encode``)."""
+        per-call set-up (same vector as ``encode``). The last ``QUERY_CACHE`` distinct
+        queries' vectors are kept (read-only arrays): agents ask the same questions again and
+        again, and a query's vector is a pure function of its text and the model."""
+        with self._queries_lock:
+            held = self._queries.get(text)
+            if held is not None:
+                self._queries.move_to_end(text)
+                return held
+        vector = self.encode_query_uncached(text)
+        vector.flags.writeable = False
+        with self._queries_lock:
+            self._queries[text] = vector
+            while len(self._queries) > QUERY_CACHE:
+                self._queries.popitem(last=False)
+        return vector
+
+    def encode_query_uncached(self, text: str) -> np.ndarray:
+        """``encode_query`` without its cache (what benchmarks time)."""
         onnx = self._onnx_encoder()
         if onnx is not None:
             return onnx.encode_query(text)
