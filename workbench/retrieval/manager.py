@@ -37,7 +37,9 @@ class IndexManager:
         self.vocabulary = Vocabulary()
         self.tokens = TokenCounter()
         self._index: SearchIndex | None = None
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # held for a whole build: nothing on a reader's path may wait on it
+        self._aux_lock = threading.Lock()  # the pins (on a reader's path)
+        self._rerank_lock = threading.Lock()  # loading a reranker (seconds)
         self._pins: tuple[tuple[int, int], list[dict[str, Any]]] | None = None
         self._rerankers: dict[str, Any] = {}
         self._builders: list[threading.Thread] = []
@@ -55,9 +57,8 @@ class IndexManager:
         previous = self._index
         if (not fresh and previous is not None and previous.generation != generation
                 and getattr(self.store, "shared", False)):
-            if not self._lock.acquire(blocking=False):
-                return previous  # being built by another thread: this read sees the one before
-            self._lock.release()
+            self._build_behind()  # unless another thread builds it already
+            return previous  # this read sees the one before; the next ones, the new one
         with self._lock:
             if self._index is None or self._index.generation != generation:
                 seed = self._snapshot() if self._index is None else None
@@ -119,10 +120,22 @@ class IndexManager:
         done: dict[str, SearchIndex] = {}
         worker = threading.Thread(target=lambda: done.setdefault("index", self.refresh()), name="index-refresh",
                                   daemon=True)
-        self._builders = [t for t in self._builders if t.is_alive()] + [worker]
+        with self._aux_lock:
+            self._builders = [t for t in self._builders if t.is_alive()] + [worker]
         worker.start()
         worker.join(wait)
         return done.get("index")
+
+    def _build_behind(self) -> None:
+        """Start building the current generation on its own thread, unless a build runs."""
+        with self._aux_lock:
+            self._builders = [t for t in self._builders if t.is_alive()]
+            if self._builders or not self._lock.acquire(blocking=False):
+                return
+            self._lock.release()
+            worker = threading.Thread(target=self.refresh, name="index-refresh", daemon=True)
+            self._builders.append(worker)
+            worker.start()
 
     def settle(self) -> None:
         """Wait for builds still running on their own threads (before the store closes: a build
@@ -237,7 +250,7 @@ class IndexManager:
     def pins(self, now: datetime | None) -> list[dict[str, Any]]:
         """Pins in force at ``now`` (all when None), oldest first; read once per generation."""
         key = (self.store.generation(), self.store.epoch)
-        with self._lock:
+        with self._aux_lock:  # not the build lock: a search must not wait for the next generation's build
             if self._pins is None or self._pins[0] != key:
                 self._pins = (key, self.store.pins(now=None))
             rows = self._pins[1]
@@ -247,7 +260,7 @@ class IndexManager:
         """A sentence-transformers CrossEncoder from a local folder (never the hub), loaded once."""
         if not Path(path).is_dir():
             raise UserError(f"reranker {path!r} is not a local folder holding a cross-encoder")
-        with self._lock:
+        with self._rerank_lock:
             if path not in self._rerankers:
                 from .embedder import _offline
 

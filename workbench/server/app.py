@@ -41,7 +41,13 @@ ACTING: contextvars.ContextVar[str | None] = contextvars.ContextVar("workbench_a
 AS_HEADER = b"x-workbench-as"
 OPEN = {"/healthz"}
 MAX_BODY = 8 * 1024 * 1024
-THREADS = 32
+# Threads answering requests. Python runs one thread at a time: more threads than cores only
+# time-slice the same work (every answer later) and starve the event loop. Reads (the MCP tools
+# and the read commands) get READ_THREADS; everything else (writes, exports, ingests, the TUI's
+# calls) its own OTHER_THREADS, so a slow export never holds a search's thread.
+READ_THREADS = 3
+OTHER_THREADS = 4
+READS = {"search", "context", "show", "history", "diff", "trace", "pins", "principals", "info"}  # quick reads
 STATUS = {"NotFound": 404, "Conflict": 409, "Unauthenticated": 401, "WorkspaceBusy": 503, "ReadOnly": 409}
 
 
@@ -139,7 +145,10 @@ def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Met
     log = log or Log()
     metrics = metrics or Metrics()
     gate = Gate(wb.authenticate, owner_token)
-    limiter = anyio.CapacityLimiter(THREADS)
+    limiters: dict[str, Any] = {}  # made in the event loop (lifespan)
+
+    def limiter_for(argv: list[str]) -> Any:
+        return limiters["read" if _command_name(argv) in READS else "other"]
 
     def caller_name() -> str:
         caller = CALLER.get()
@@ -158,7 +167,7 @@ def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Met
             wb.refresh_index()  # after a write: built here, before the answer; otherwise nothing to do
             return ran
 
-        ran = await anyio.to_thread.run_sync(run_and_refresh, limiter=limiter)
+        ran = await anyio.to_thread.run_sync(run_and_refresh, limiter=limiter_for(argv))
         if argv[:1] == ["token"]:
             gate.forget()  # a token was created or revoked: check every token afresh
         return ran
@@ -167,7 +176,7 @@ def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Met
         return JSONResponse({"status": "ok"})
 
     async def metrics_text(request: Request):
-        text = await anyio.to_thread.run_sync(lambda: metrics.render(lambda: _gauges(wb)), limiter=limiter)
+        text = await anyio.to_thread.run_sync(lambda: metrics.render(lambda: _gauges(wb)), limiter=limiters["other"])
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     async def commands(request: Request):
@@ -229,7 +238,7 @@ def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Met
         if isinstance(body, JSONResponse):
             return body
         caller: Caller = request.scope["state"]["caller"]
-        answer = await anyio.to_thread.run_sync(lambda: rpc.run(wb, caller, method, body), limiter=limiter)
+        answer = await anyio.to_thread.run_sync(lambda: rpc.run(wb, caller, method, body), limiter=limiters["other"])
         error = answer.get("error")
         if error is None:
             return JSONResponse(answer)
@@ -240,6 +249,9 @@ def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Met
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
+        reads = anyio.to_thread.current_default_thread_limiter()  # the MCP SDK runs its tools on this one
+        reads.total_tokens = READ_THREADS
+        limiters.update(read=reads, other=anyio.CapacityLimiter(OTHER_THREADS))
         async with mcp_lifespan():
             yield
 

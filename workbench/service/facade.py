@@ -129,6 +129,13 @@ class Workbench:
         self.store.require_writable("serve it")
         self.store.share()
 
+    def warm_writes(self) -> None:
+        """Load what the first write needs (the secret guard's rules, ~1 s), so a server's first
+        edit does not pay for it."""
+        from ..ingest.secrets import scan
+
+        scan("warm-up")
+
     def refresh_index(self) -> None:
         """After a request that wrote (in the team server): build the index of the current
         generation now, so the writer's next read sees its write and other readers never wait
