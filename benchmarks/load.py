@@ -64,26 +64,41 @@ def _hwm_mb(pid: int) -> float | None:
 
 
 class Recorder:
+    """Latencies of the operations that ended after the warm-up (``counting_from``, monotonic
+    seconds: the first seconds, while every client connects and opens its MCP session at once,
+    are load but not steady state), and of all of them (``all_times``); errors and
+    acknowledged edits of the whole run."""
+
     def __init__(self) -> None:
+        self.counting_from = 0.0
         self.times: dict[str, list[float]] = defaultdict(list)
+        self.all_times: dict[str, list[float]] = defaultdict(list)
         self.errors: list[str] = []
         self.conflicts = 0
         self.acknowledged: list[tuple[str, int, str]] = []  # (fragment id, version answered, marker)
 
     def ok(self, op: str, seconds: float) -> None:
-        self.times[op].append(seconds * 1000)
+        self.all_times[op].append(seconds * 1000)
+        if time.monotonic() >= self.counting_from:
+            self.times[op].append(seconds * 1000)
 
     def error(self, op: str, what: str) -> None:
         self.errors.append(f"{op}: {what}"[:300])
 
-    def summary(self, seconds: float) -> dict[str, Any]:
-        ops = {}
-        for op, values in sorted(self.times.items()):
-            arr = np.asarray(values)
-            ops[op] = {"count": len(values), "per_s": round(len(values) / seconds, 2),
-                       **{f"p{q}": round(float(np.percentile(arr, q)), 1) for q in (50, 95, 99)}}
+    def summary(self, seconds: float, warmup: float) -> dict[str, Any]:
+        def table(times: dict[str, list[float]], span: float) -> dict[str, Any]:
+            ops = {}
+            for op, values in sorted(times.items()):
+                arr = np.asarray(values)
+                ops[op] = {"count": len(values), "per_s": round(len(values) / span, 2),
+                           **{f"p{q}": round(float(np.percentile(arr, q)), 1) for q in (50, 95, 99)}}
+            return ops
+
+        steady = max(seconds - warmup, 1e-9)
         total = sum(len(v) for v in self.times.values())
-        return {"operations": ops, "throughput_per_s": round(total / seconds, 2), "errors": len(self.errors),
+        return {"operations": table(self.times, steady), "warmup_s": warmup,
+                "operations_with_warmup": table(self.all_times, seconds),
+                "throughput_per_s": round(total / steady, 2), "errors": len(self.errors),
                 "error_examples": self.errors[:5], "conflicts": self.conflicts,
                 "acknowledged_edits": len(self.acknowledged)}
 
@@ -202,6 +217,7 @@ async def drive(url: str, tokens: dict[str, str], args, queries: list[str], targ
     async with httpx.AsyncClient(timeout=60, limits=limits) as client:
         start = time.monotonic()
         until = start + args.seconds
+        rec.counting_from = start + args.warmup
         rng = random.Random(13)
         tasks = [agent(client, url, tokens["agent"], i % 2 == 0, queries, rec, args.rate / args.agents, until,
                        random.Random(rng.random())) for i in range(args.agents)]
@@ -254,7 +270,7 @@ def run(args) -> dict[str, Any]:
     log = ws.parent / "server-load.log"
     with open(log, "w") as err:
         server = subprocess.Popen([str(Path(sys.executable).parent / "workbench"), "--workspace", str(ws), "server",
-                                   "--port", "0", "--quiet"], stdout=subprocess.DEVNULL, stderr=err)
+                                   "--port", "0", *([] if os.environ.get("WB_LOUD") else ["--quiet"])], stdout=subprocess.DEVNULL, stderr=err)
     try:
         t = time.perf_counter()
         deadline = time.monotonic() + 300
@@ -273,11 +289,16 @@ def run(args) -> dict[str, Any]:
         url = record["url"]
         tokens["owner"] = (ws / "server.token").read_text().strip()
         rec = Recorder()
+        cpu_before = (_cpu_s(server.pid), time.process_time())
         seconds = asyncio.run(drive(url, tokens, args, queries, targets, rec))
+        cpu_after = (_cpu_s(server.pid), time.process_time())
         out: dict[str, Any] = {"fragments": args.fragments, "agents": args.agents, "curators": args.curators,
                                "curator_pause_s": args.curator_pause,
                                "seconds": round(seconds, 1), "target_rate_per_s": args.rate, "built": built,
-                               "server_start_s": round(start_s, 2), **rec.summary(seconds)}
+                               "server_start_s": round(start_s, 2), **rec.summary(seconds, args.warmup)}
+        if None not in (cpu_before[0], cpu_after[0]):
+            out["server_cores_used"] = round((cpu_after[0] - cpu_before[0]) / seconds, 2)
+        out["load_generator_cores_used"] = round((cpu_after[1] - cpu_before[1]) / seconds, 2)
         out.update(lost_updates(url, tokens, rec, before))
         metrics = httpx.get(f"{url}/metrics", headers={"Authorization": f"Bearer {tokens['owner']}"}).text
         out["server_index_generation"] = next((line.split()[-1] for line in metrics.splitlines()
@@ -296,6 +317,16 @@ def run(args) -> dict[str, Any]:
     out["load_average"] = [round(x, 2) for x in os.getloadavg()]
     out["cpu_calibration_s"] = _cpu_calibration_s()
     return out
+
+
+def _cpu_s(pid: int) -> float | None:
+    """CPU seconds (user + system) process ``pid`` has used, all its threads."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _cpu_calibration_s() -> float:
@@ -322,12 +353,15 @@ def _within(metrics: str, bound: float) -> dict[str, float]:
 def print_result(r: dict[str, Any]) -> None:
     print(f"{r['agents']} agents + {r['curators']} curators for {r['seconds']} s on {r['fragments']} fragments "
           f"(target {r['target_rate_per_s']} agent requests/s): {r['throughput_per_s']} requests/s")
+    print(f"after the first {r['warmup_s']} s:")
     for op, s in r["operations"].items():
         print(f"  {op:8} {s['count']:6} ({s['per_s']}/s)  p50 {s['p50']} ms  p95 {s['p95']} ms  p99 {s['p99']} ms")
+    print("whole run: " + ", ".join(f"{op} p95 {s['p95']} ms" for op, s in r["operations_with_warmup"].items()))
     print(f"errors {r['errors']}  deliberate conflicts {r['conflicts']}  acknowledged edits {r['acknowledged_edits']}  "
           f"lost updates {r['lost_updates']}  server peak RSS {r['server_peak_rss_mb']} MB  "
           f"SIGTERM exit {r['server_exit_on_sigterm']}")
     print(f"machine: 10M-addition Python loop {r['cpu_calibration_s']} s, load average {r['load_average']}")
+    print(f"cores used: server {r.get('server_cores_used')}, load generator {r['load_generator_cores_used']} (of 2)")
     print("server side, share answered within 50 ms: " + ", ".join(
         f"{e} {v}" for e, v in r.get("server_side_share_within_50ms", {}).items()))
     for example in r["error_examples"]:
@@ -341,6 +375,9 @@ def main() -> None:
     parser.add_argument("--agents", type=int, default=50, help="concurrent agent clients (50)")
     parser.add_argument("--curators", type=int, default=5, help="concurrent curators (5)")
     parser.add_argument("--seconds", type=float, default=60, help="how long (60)")
+    parser.add_argument("--warmup", type=float, default=5,
+                        help="seconds at the start whose latencies are reported apart (5): every client connects "
+                             "and opens its MCP session then")
     parser.add_argument("--rate", type=float, default=20, help="agent requests per second in all (20)")
     parser.add_argument("--curator-pause", type=float, default=10,
                         help="mean seconds between a curator's actions (10: a busy person; 1: a stress test)")
