@@ -56,6 +56,7 @@ class Front:
 
     def __init__(self, app, gate: Gate, metrics: Metrics, log: Log):
         self.app, self.gate, self.metrics, self.log = app, gate, metrics, log
+        self._auth_limiter = None  # made in the event loop, on first use
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -77,7 +78,7 @@ class Front:
                 headers = dict(scope.get("headers") or [])
                 auth = headers.get(b"authorization")
                 try:
-                    caller = self.gate.check(auth.decode("latin-1") if auth else None, client)
+                    caller = await self._check(auth.decode("latin-1") if auth else None, client)
                 except Refused as e:
                     self.metrics.auth_failed(e.reason)
                     self.log.warn("auth_failed", reason=e.reason, client=client, path=path, status=e.status)
@@ -98,6 +99,20 @@ class Front:
             self.log.info("request", method=scope.get("method"), path=path, endpoint=endpoint,
                           status=status["code"], ms=round(seconds * 1000, 2), client=client,
                           principal=None if caller is None else (caller.principal or "(owner)"), acting=acting)
+
+    async def _check(self, header: str | None, client: str) -> Caller:
+        """The caller: from the gate's memory, or checked on a worker thread. The check reads the
+        store and, once a minute per token, records its use: a write, which waits for the writer
+        in progress (a commit that checkpoints takes a second) and must never hold up the event
+        loop, which every other request needs."""
+        import anyio
+
+        found = self.gate.known(header)
+        if found is not None:
+            return found
+        if self._auth_limiter is None:
+            self._auth_limiter = anyio.CapacityLimiter(2)
+        return await anyio.to_thread.run_sync(self.gate.check, header, client, limiter=self._auth_limiter)
 
     def _acting(self, caller: Caller, header: bytes | None, client: str, path: str) -> str | None:
         """The principal an ``X-Workbench-As`` header names, honoured for the owner and admin tokens

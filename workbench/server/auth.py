@@ -44,6 +44,17 @@ class Gate:
         self._good: dict[str, tuple[Caller, float]] = {}
         self._failures: dict[str, deque] = defaultdict(deque)
 
+    def known(self, header: str | None) -> Caller | None:
+        """The caller for a token checked good within ``CACHE_S``, without touching the store
+        (the event loop asks this; a miss is checked on a worker thread: ``check``)."""
+        raw = _bearer(header)
+        if not raw:
+            return None
+        digest = hashlib.sha256(raw.encode("utf-8")).hexdigest()
+        with self._lock:
+            found = self._good.get(digest)
+            return found[0] if found is not None and found[1] > self._clock() else None
+
     def check(self, header: str | None, client: str) -> Caller:
         """The caller for an ``Authorization`` header, or ``Refused`` (401, or 429 when braked)."""
         from ..errors import Unauthenticated

@@ -43,6 +43,7 @@ def serve(workspace: str | None, *, host: str, port: int, api, route_output: Cal
         wb.warm()
         wb.index.load_model()  # the first search must not pay for it
         wb.warm_writes()  # nor the first edit
+        wb.checkpoint_if_due()  # what warming wrote (a lexical index: tens of MB of log), before any request
         logging.getLogger("mcp").setLevel(logging.WARNING)  # our own JSON log says what happened
         owner = "wbo_" + secrets.token_urlsafe(32)
         route_output()

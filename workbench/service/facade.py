@@ -129,6 +129,10 @@ class Workbench:
         self.store.require_writable("serve it")
         self.store.share()
 
+    def checkpoint_if_due(self) -> bool:
+        """Shared mode (the team server): checkpoint now if the write-ahead log is over 4 MB."""
+        return self.store.checkpoint_if_due(idle=True)
+
     def warm_writes(self) -> None:
         """Load what the first write needs (the secret guard's rules, ~1 s), so a server's first
         edit does not pay for it."""

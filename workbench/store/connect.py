@@ -35,6 +35,8 @@ from ..errors import ReadOnly, StoreError, WorkspaceBusy
 
 EXTENSIONS = ("vss", "fts")
 CHECKPOINT_THRESHOLD = "4MB"
+CHECKPOINT_BYTES = 4 * 1000 * 1000  # DuckDB's MB are 1000²
+CHECKPOINT_BUSY_BYTES = 64 * 1000 * 1000  # the team server under load: Store.checkpoint_if_due
 # DuckDB's read-write open failing for one of these reasons means "open it read-only instead"
 _READ_ONLY_ERRORS = {"read-only file system": "read-only file system",
                      "permission denied": "the operating system denied write access"}

@@ -277,6 +277,7 @@ class RetrievalQueries:
 
 
 _INSERT_TRACE = "INSERT INTO traces VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+CHECKPOINT_CHECK_S = 5  # an idle trace writer looks at the write-ahead log this often
 
 
 class _TraceWriter:
@@ -306,7 +307,11 @@ class _TraceWriter:
     def _run(self) -> None:
         done = False
         while not done:
-            batch = [self.queue.get()]
+            try:
+                batch = [self.queue.get(timeout=CHECKPOINT_CHECK_S)]
+            except queue.Empty:
+                self._checkpoint(idle=True)
+                continue
             while True:
                 try:
                     batch.append(self.queue.get_nowait())
@@ -316,6 +321,13 @@ class _TraceWriter:
             rows = [r for r in batch if r is not None]
             if rows:
                 self._commit(rows)
+                self._checkpoint(idle=False)
+
+    def _checkpoint(self, *, idle: bool) -> None:
+        try:
+            self.store.checkpoint_if_due(idle=idle)
+        except Exception:  # a failed checkpoint is retried later; DuckDB replays the log on open anyway
+            pass
 
     def _commit(self, rows: list[list]) -> None:
         try:

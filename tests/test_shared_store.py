@@ -1,0 +1,86 @@
+"""The store as the team server holds it (``Workbench.share``): what readers must never wait for.
+
+Real DuckDB files, the real model. Each test fails when its rule is broken: a reader that takes
+the index build lock (pins did), a checkpoint left to DuckDB's commit (it stalls every query).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from workbench import Workbench
+from workbench.store import connect as connect_module
+from workbench.store import retrieval as retrieval_store
+
+
+def _edit(wb, fid: str, principal: str, note: str) -> None:
+    f = wb.get(fid, principal=principal)
+    wb.edit(fid, f.body + f"\n\n{note}", reason=note, actor=principal, base=f.version)
+
+
+def test_a_search_never_waits_for_the_next_generations_build(sample_workspace: Path):
+    with Workbench.open(sample_workspace) as wb:
+        wb.share()
+        wb.warm()
+        before = wb.search("deploy rollback", principal="dan.kowalski", k=3, trace=False)
+        fid = before.hits[0].id
+        _edit(wb, fid, "priya.raman", "a new generation")
+        held = threading.Event()
+        release = threading.Event()
+
+        def builder():  # another thread holds the build lock, as an edit's refresh does
+            with wb.index._lock:
+                held.set()
+                release.wait(30)
+
+        t = threading.Thread(target=builder)
+        t.start()
+        try:
+            assert held.wait(10)
+            done: dict = {}
+            reader = threading.Thread(target=lambda: done.setdefault(
+                "found", wb.search("deploy rollback", principal="dan.kowalski", k=3, trace=False)))
+            reader.start()
+            reader.join(10)
+            assert not reader.is_alive(), "a search waited for the build lock"
+            assert [h.id for h in done["found"].hits] == [h.id for h in before.hits]  # the previous generation
+        finally:
+            release.set()
+            t.join()
+        wb.index.settle()
+
+
+def test_a_shared_store_checkpoints_itself_and_duckdb_does_not(sample_workspace: Path, monkeypatch):
+    monkeypatch.setattr(connect_module, "CHECKPOINT_BYTES", 50_000)
+    monkeypatch.setattr(connect_module, "CHECKPOINT_BUSY_BYTES", 10**12)
+    monkeypatch.setattr(retrieval_store, "CHECKPOINT_CHECK_S", 0.2)
+    wal = sample_workspace / "workbench.duckdb.wal"
+    with Workbench.open(sample_workspace) as wb:
+        wb.share()
+        assert not wal.exists() or wal.stat().st_size <= 50_000  # share() checkpointed what it found
+        wb.warm()
+        fid = wb.search("deploy rollback", principal="dan.kowalski", k=1, trace=False).hits[0].id
+        for i in range(6):  # writes well past DuckDB's own 4 MB threshold would checkpoint at a commit
+            _edit(wb, fid, "priya.raman", f"grow the log {i} " + "x" * 20_000)
+        assert wal.stat().st_size > 50_000, "the log should have grown: DuckDB checkpointed at a commit"
+        wb.search("deploy rollback", principal="dan.kowalski", k=1)  # starts the trace writer
+        deadline = time.monotonic() + 20
+        while wal.exists() and wal.stat().st_size > 50_000 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not wal.exists() or wal.stat().st_size <= 50_000, "the idle trace writer did not checkpoint"
+        assert wb.get(fid, principal="priya.raman").body.endswith("x" * 20_000)
+
+
+@pytest.mark.parametrize("busy", [False, True])
+def test_checkpoint_threshold_depends_on_load(sample_workspace: Path, monkeypatch, busy: bool):
+    monkeypatch.setattr(connect_module, "CHECKPOINT_BYTES", 1)
+    monkeypatch.setattr(connect_module, "CHECKPOINT_BUSY_BYTES", 10**12)
+    with Workbench.open(sample_workspace) as wb:
+        wb.share()
+        fid = wb.list(principal="priya.raman")[0].id
+        _edit(wb, fid, "priya.raman", "one edit")
+        assert wb.store.checkpoint_if_due(idle=not busy) is (not busy)
