@@ -270,7 +270,7 @@ def run(args) -> dict[str, Any]:
     log = ws.parent / "server-load.log"
     with open(log, "w") as err:
         server = subprocess.Popen([str(Path(sys.executable).parent / "workbench"), "--workspace", str(ws), "server",
-                                   "--port", "0", *([] if os.environ.get("WB_LOUD") else ["--quiet"])], stdout=subprocess.DEVNULL, stderr=err)
+                                   "--port", "0", *([] if args.server_log else ["--quiet"])], stdout=subprocess.DEVNULL, stderr=err)
     try:
         t = time.perf_counter()
         deadline = time.monotonic() + 300
@@ -381,6 +381,9 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=20, help="agent requests per second in all (20)")
     parser.add_argument("--curator-pause", type=float, default=10,
                         help="mean seconds between a curator's actions (10: a busy person; 1: a stress test)")
+    parser.add_argument("--server-log", action="store_true",
+                        help="keep the server's JSON access log (one line a request) in server-load.log next to "
+                             "the workspace, to see when requests were slow and what ran meanwhile")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
     result = run(args)

@@ -351,8 +351,9 @@ def hits_from(index: SearchIndex, ranking: Ranking, settings: Settings, *, for_c
 
 
 def _top_score(ranking: Ranking) -> float:
-    finite = [ranking.final[i] for i in ranking.order if np.isfinite(ranking.final[i])]
-    return float(max(finite)) if finite else 0.0
+    values = ranking.final[np.asarray(ranking.order, dtype=np.int64)] if ranking.order else np.zeros(0)
+    finite = values[np.isfinite(values)]
+    return float(finite.max()) if finite.size else 0.0
 
 
 def _query_idf(index: SearchIndex, ranking: Ranking) -> tuple[np.ndarray, np.ndarray]:
