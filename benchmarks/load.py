@@ -270,7 +270,8 @@ def run(args) -> dict[str, Any]:
     log = ws.parent / "server-load.log"
     with open(log, "w") as err:
         server = subprocess.Popen([str(Path(sys.executable).parent / "workbench"), "--workspace", str(ws), "server",
-                                   "--port", "0", *([] if args.server_log else ["--quiet"])], stdout=subprocess.DEVNULL, stderr=err)
+                                   "--port", "0", *([] if args.server_log else ["--quiet"])],
+                                  stdout=subprocess.DEVNULL, stderr=err)
     try:
         t = time.perf_counter()
         deadline = time.monotonic() + 300
