@@ -211,6 +211,45 @@ def test_the_api_lists_its_commands_and_answers_bad_requests_plainly(team):
     assert status == 400
 
 
+def _steady(answer: dict) -> dict:
+    """An answer without what differs call to call (its trace id, its stage timings)."""
+    return {k: v for k, v in answer.items() if k not in ("trace_id", "stages_ms")}
+
+
+@pytest.mark.parametrize("path, params, argv", [
+    ("search", {"query": "deploy rollback", "k": 4}, ["search", "deploy rollback", "-k", "4", "--json"]),
+    ("search", {"query": "deploy rollback", "k": "4"}, ["search", "deploy rollback", "-k", "4", "--json"]),
+    ("search", {"query": "charged twice"}, ["search", "charged twice", "--json"]),
+    ("context", {"query": "roll back a bad deploy", "budget": 900},
+     ["context", "roll back a bad deploy", "--budget", "900", "--json"]),
+    ("context", {"query": "roll back a bad deploy"}, ["context", "roll back a bad deploy", "--json"]),
+])
+def test_quick_reads_answer_exactly_what_the_command_prints(team, path, params, argv):
+    running, tokens = team
+    status, quick, headers = running.call("POST", f"/api/v1/{path}", params, token=tokens["marco"])
+    assert status == 200, quick
+    assert {k.lower(): v for k, v in headers.items()}.get("x-workbench-answer") == "quick"  # not the command layer
+    status, ran, _ = running.call("POST", "/api/v1/cli", {"argv": argv}, token=tokens["marco"])
+    assert status == 200 and ran["exit"] == 0, ran
+    printed = json.loads(ran["stdout"])
+    assert _steady(quick) == _steady(printed)
+    assert quick["trace_id"] != printed["trace_id"]  # each call traced, as its own
+    got = running.call("GET", f"/api/v1/trace?id={quick['trace_id']}", token=tokens["marco"])
+    assert got[0] == 200 and got[1]["principal"] == "marco.bianchi", got
+
+
+def test_quick_reads_refuse_what_the_command_refuses(team):
+    running, tokens = team
+    for params, words in (({"query": "   "}, "empty"), ({"query": "x", "k": 0}, "k"),
+                          ({"query": "x", "k": "ten"}, "ten"), ({"query": "x", "k": 1.5}, "1.5")):
+        status, body, headers = running.call("POST", "/api/v1/search", params, token=tokens["marco"])
+        assert "x-workbench-answer" not in {k.lower() for k in headers}  # worded by the command layer
+        status_cli, ran, _ = running.call("POST", "/api/v1/cli", {"argv": ["search", params["query"], *(
+            ["-k", str(params["k"])] if "k" in params else []), "--json"]}, token=tokens["marco"])
+        assert status == 400 and words in body["error"], (params, body)
+        assert ran["exit"] == body["exit"] == 2 and body["error"] in ran["stderr"], (params, body, ran)
+
+
 def test_the_json_api_answers_what_the_cli_prints(team):
     running, tokens = team
     env = {"WORKBENCH_URL": running.url, "WORKBENCH_TOKEN": tokens["marco"]}

@@ -28,7 +28,7 @@ import contextlib
 import contextvars
 import json
 import time
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import parse_qsl
 
 from .auth import Caller, Gate, Refused
@@ -151,7 +151,7 @@ def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Met
     import anyio
     from starlette.applications import Starlette
     from starlette.requests import Request
-    from starlette.responses import JSONResponse, PlainTextResponse
+    from starlette.responses import JSONResponse, PlainTextResponse, Response
     from starlette.routing import Mount, Route
 
     from ..errors import UserError
@@ -228,6 +228,12 @@ def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Met
         if stdin is not None and not isinstance(stdin, str):
             return JSONResponse({"error": "stdin must be a string (the text a '-' file argument reads)"},
                                 status_code=400)
+        quick = _quick_read(wb, path, params, request.scope["state"]["caller"].principal) if stdin is None else None
+        if quick is not None:
+            request.scope["workbench.endpoint"] = f"api {path}"
+            text = await anyio.to_thread.run_sync(quick, limiter=limiters["read"])
+            if text is not None:
+                return Response(text, media_type="application/json", headers={"X-Workbench-Answer": "quick"})
         try:
             argv = api.argv_for(path, params, principal=request.scope["state"]["caller"].principal)
         except UserError as e:
@@ -277,6 +283,41 @@ def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Met
               Mount("/", app=mcp_app)]
     app = Starlette(routes=routes, lifespan=lifespan)
     return Front(app, gate, metrics, log), gate
+
+
+# The two reads agents make most, answered without the command layer when the request is the
+# plain form (a query and the one number): parsing a command line, rendering JSON text and reading
+# it back cost about as much interpreter time as the retrieval itself (issue 14's load profile).
+# The answer is the command's --json output, byte for byte after parsing (a test compares them);
+# anything else, and any error, goes through the command layer, which words it as the CLI does.
+QUICK_READS = {"search": ("k", "search"), "context": ("budget", "context")}
+
+
+def _quick_read(wb, path: str, params: Any, principal: str | None) -> Callable[[], str | None] | None:
+    from ..errors import WorkbenchError
+
+    spec = QUICK_READS.get(path)
+    if spec is None or principal is None or not isinstance(params, dict):
+        return None
+    number, method = spec
+    query, value = params.get("query"), params.get(number)
+    if set(params) - {"query", number} or not isinstance(query, str):
+        return None
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        value = int(value)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        return None
+    kwargs = {} if value is None else {number: value}
+
+    def run() -> str | None:
+        try:
+            found = getattr(wb, method)(query, principal=principal, **kwargs)
+            return json.dumps(found.to_dict(), ensure_ascii=False, allow_nan=False, default=str,
+                              separators=(",", ":"))
+        except (WorkbenchError, ValueError):
+            return None
+
+    return run
 
 
 async def _json_body(request) -> Any:
