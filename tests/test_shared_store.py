@@ -84,3 +84,31 @@ def test_checkpoint_threshold_depends_on_load(sample_workspace: Path, monkeypatc
         fid = wb.list(principal="priya.raman")[0].id
         _edit(wb, fid, "priya.raman", "one edit")
         assert wb.store.checkpoint_if_due(idle=not busy) is (not busy)
+
+
+def test_background_threads_run_below_the_readers(sample_workspace: Path):
+    import os
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("per-thread nice values are Linux's")
+    seen: dict = {}
+    with Workbench.open(sample_workspace) as wb:
+        wb.share()
+        wb.search("deploy rollback", principal="dan.kowalski", k=1)  # starts the trace writer
+        writer = next(t for t in threading.enumerate() if t.name == "workbench-traces")
+        seen["traces"] = os.getpriority(os.PRIO_PROCESS, writer.native_id)
+        original = wb.index.refresh
+
+        def spy(wait=None):
+            if wait is None:  # the build itself, on its own thread (the caller's asks with wait=)
+                seen["build"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+            return original(wait)
+
+        wb.index.refresh = spy
+        fid = wb.search("deploy rollback", principal="dan.kowalski", k=1, trace=False).hits[0].id
+        _edit(wb, fid, "priya.raman", "a build behind")
+        wb.refresh_index()
+        wb.index.settle()
+        seen["main"] = os.getpriority(os.PRIO_PROCESS, 0)
+    assert seen == {"traces": 10, "build": 10, "main": 0}

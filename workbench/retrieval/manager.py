@@ -118,13 +118,20 @@ class IndexManager:
             index.vectors()
             return index
         done: dict[str, SearchIndex] = {}
-        worker = threading.Thread(target=lambda: done.setdefault("index", self.refresh()), name="index-refresh",
-                                  daemon=True)
+        worker = threading.Thread(target=lambda: done.setdefault("index", self._refresh_behind()),
+                                  name="index-refresh", daemon=True)
         with self._aux_lock:
             self._builders = [t for t in self._builders if t.is_alive()] + [worker]
         worker.start()
         worker.join(wait)
         return done.get("index")
+
+    def _refresh_behind(self) -> SearchIndex:
+        """``refresh`` on a thread of its own, at a lower CPU priority than the readers'."""
+        from ..store.background import lower_priority
+
+        lower_priority()
+        return self.refresh()
 
     def _build_behind(self) -> None:
         """Start building the current generation on its own thread, unless a build runs."""
@@ -133,7 +140,7 @@ class IndexManager:
             if self._builders or not self._lock.acquire(blocking=False):
                 return
             self._lock.release()
-            worker = threading.Thread(target=self.refresh, name="index-refresh", daemon=True)
+            worker = threading.Thread(target=self._refresh_behind, name="index-refresh", daemon=True)
             self._builders.append(worker)
             worker.start()
 

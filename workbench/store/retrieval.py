@@ -305,6 +305,9 @@ class _TraceWriter:
         self.thread.join(timeout=60)
 
     def _run(self) -> None:
+        from .background import lower_priority
+
+        lower_priority()  # traces and checkpoints can wait; the requests they record cannot
         done = False
         while not done:
             try:
