@@ -112,3 +112,19 @@ def test_background_threads_run_below_the_readers(sample_workspace: Path):
         wb.index.settle()
         seen["main"] = os.getpriority(os.PRIO_PROCESS, 0)
     assert seen == {"traces": 10, "build": 10, "main": 0}
+
+
+def test_closing_a_shared_store_leaves_a_short_log(sample_workspace: Path, monkeypatch):
+    monkeypatch.setattr(connect_module, "CHECKPOINT_BYTES", 50_000)
+    monkeypatch.setattr(connect_module, "CHECKPOINT_BUSY_BYTES", 10**12)
+    monkeypatch.setattr(retrieval_store, "CHECKPOINT_CHECK_S", 3600)  # the writer never idles here
+    wal = sample_workspace / "workbench.duckdb.wal"
+    with Workbench.open(sample_workspace) as wb:
+        wb.share()
+        fid = wb.list(principal="priya.raman")[0].id
+        for i in range(4):
+            _edit(wb, fid, "priya.raman", f"grow {i} " + "y" * 20_000)
+        assert wal.stat().st_size > 50_000
+    assert not wal.exists() or wal.stat().st_size <= 50_000
+    with Workbench.open(sample_workspace) as wb:  # and nothing was lost
+        assert wb.get(fid, principal="priya.raman").body.endswith("y" * 20_000)

@@ -55,7 +55,7 @@ def serve(workspace: str | None, *, host: str, port: int, api, route_output: Cal
         asyncio.run(_run(server, root, host, owner, log))
     finally:
         remove_advert(root)
-        wb.close()
+        wb.close()  # (a shared store checkpoints a log over 4 MB first)
         log.info("stopped", workspace=str(root))
 
 

@@ -160,6 +160,11 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, Overri
 
     def close(self) -> None:
         self.flush_traces()
+        if self.shared and self._con is not None:
+            try:  # a shared store's log may be up to 64 MB: leave the next process at most 4 MB to replay
+                self.checkpoint_if_due(idle=True)
+            except StoreError:
+                pass  # DuckDB replays the log on the next open
         if self._con is not None:
             self._con.close()
             self._con = None
