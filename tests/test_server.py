@@ -349,3 +349,24 @@ def test_a_slow_export_does_not_hold_up_searches(team, tmp_path):
     assert done["status"] == 200
     during = [t for t in answered if t < done["at"]]
     assert len(during) >= 2, f"only {len(during)} searches answered while the export ran"
+
+
+def test_an_idle_connection_outlives_the_clients_own_expiry(team):
+    """httpx and most pools drop an idle connection after 5 s; the server must not close it first
+    (uvicorn's default is also 5 s: a client reusing it at that moment got a read error)."""
+    import http.client
+    import time
+    from urllib.parse import urlsplit
+
+    running, tokens = team
+    where = urlsplit(running.url)
+    conn = http.client.HTTPConnection(where.hostname, where.port, timeout=30)
+    try:
+        for pause in (0, 6.5):
+            time.sleep(pause)
+            conn.request("GET", "/api/v1/pins", headers={"Authorization": f"Bearer {tokens['marco']}"})
+            response = conn.getresponse()
+            assert response.status == 200
+            response.read()
+    finally:
+        conn.close()

@@ -20,6 +20,10 @@ GRACE_S = 30
 
 
 SWITCH_INTERVAL_S = 0.0005
+# How long an idle client connection stays open. uvicorn's 5 s equals httpx's (and many pools')
+# own idle expiry, so a client reusing a connection at second 5 raced the server closing it and
+# got a read error (seen under load). Longer than the clients': they close first, as they should.
+KEEP_ALIVE_S = 75
 
 
 def serve(workspace: str | None, *, host: str, port: int, api, route_output: Callable[[], None],
@@ -50,7 +54,8 @@ def serve(workspace: str | None, *, host: str, port: int, api, route_output: Cal
         _tune_for_serving()
         app, _ = build_app(wb, api=api, owner_token=owner, log=log)
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on",
-                                timeout_graceful_shutdown=GRACE_S, server_header=False)
+                                timeout_graceful_shutdown=GRACE_S, server_header=False,
+                                timeout_keep_alive=KEEP_ALIVE_S)
         server = _Server(config)
         asyncio.run(_run(server, root, host, owner, log))
     finally:
