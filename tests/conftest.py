@@ -60,6 +60,7 @@ def _build_sample(root: Path) -> None:
         report = bench.ingest([SAMPLE / "fragments"], actor="kb.sync")
         assert not report.errors, report.errors
         bench.warm()  # embeddings, authority and the FTS index, once per test run
+        bench.impact.warm()  # the golden queries' vectors, which every edit's impact ranks with
 
 
 @pytest.fixture(scope="session")

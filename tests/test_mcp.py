@@ -26,12 +26,13 @@ async def test_tools_search_get_context_with_scope_and_errors(sample_workspace):
     async with Client(params(sample_workspace), read_timeout_seconds=120) as client:
         tools = await client.list_tools()
         names = sorted(t.name for t in tools.tools)
-        assert names == ["context", "get", "search"]
+        assert names == ["context", "get", "propose", "search"]
         search = next(t for t in tools.tools if t.name == "search")
         assert set(search.input_schema["properties"]) == {"query", "k", "kind", "tag", "owner", "updated_since",
                                                           "dense_weight", "min_confidence"}
-        for tool in tools.tools:
-            assert tool.title and tool.annotations.read_only_hint is True and tool.output_schema["properties"]
+        for tool in tools.tools:  # propose stores a proposal for review: the one tool that is not read-only
+            assert tool.title and tool.annotations.read_only_hint is (tool.name != "propose")
+            assert tool.output_schema["properties"]
 
         found = await client.call_tool("search", {"query": "customer charged twice on retry", "k": 5})
         assert not found.is_error

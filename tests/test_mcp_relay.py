@@ -149,7 +149,7 @@ def test_the_relay_speaks_mcp_through_the_server_as_the_principal(team, tmp_path
         hello = wire.initialize()
         assert hello["protocolVersion"] == "2025-06-18" and hello["serverInfo"]["name"] == "workbench"
         assert "relayed to the server at " + running.url in wire.stderr()
-        assert {t["name"] for t in wire.result("tools/list")["tools"]} == {"search", "get", "context"}
+        assert {t["name"] for t in wire.result("tools/list")["tools"]} == {"search", "get", "context", "propose"}
 
         found = wire.tool("search", query="customer charged twice when the client retries", k=3)
         assert found.get("isError") is not True and found["structuredContent"]["hits"], found

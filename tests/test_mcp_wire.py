@@ -153,12 +153,16 @@ def test_every_tool_has_a_title_annotations_bounded_described_parameters_and_an_
     from workbench.models import KINDS
 
     tools = {t["name"]: t for t in served["wire"].result("tools/list")["tools"]}
-    assert set(tools) == {"search", "get", "context"}
+    assert set(tools) == {"search", "get", "context", "propose"}
     for name, tool in tools.items():
         assert tool["title"] and tool["annotations"]["title"] == tool["title"]
-        assert tool["annotations"]["readOnlyHint"] is True and tool["annotations"]["openWorldHint"] is False
-        assert tool["annotations"]["idempotentHint"] is True and tool["annotations"]["destructiveHint"] is False
-        assert "trace" in tool["description"]  # read-only for knowledge, but calls are traced: said so
+        writes = name == "propose"  # the one tool that stores something: a proposal, for review
+        assert tool["annotations"]["readOnlyHint"] is not writes and tool["annotations"]["openWorldHint"] is False
+        assert tool["annotations"]["idempotentHint"] is not writes and tool["annotations"]["destructiveHint"] is False
+        if writes:
+            assert "review" in tool["description"]
+        else:
+            assert "trace" in tool["description"]  # read-only for knowledge, but calls are traced: said so
         out = tool["outputSchema"]
         assert out["type"] == "object" and out["properties"]
         for pname, raw in tool["inputSchema"]["properties"].items():

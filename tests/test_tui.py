@@ -33,6 +33,15 @@ async def until(pilot, condition, timeout=60.0):
         await pilot.pause(0.05)
 
 
+async def saved(pilot, app):
+    """After ctrl+s in the editor: answer "Save anyway" when the edit-impact dialog asks (the edit
+    changes golden queries), then wait for the fragment screen."""
+    await until(pilot, lambda: screen_name(app) in ("FragmentScreen", "SaveAnywayScreen"))
+    if screen_name(app) == "SaveAnywayScreen":
+        await pilot.press("s")
+    await until(pilot, lambda: screen_name(app) == "FragmentScreen")
+
+
 def screen_name(app):
     return type(app.screen).__name__
 
@@ -93,7 +102,7 @@ async def test_edit_requires_a_reason_and_saves_a_version(wb):
         assert len(wb.history(fid, principal="marco.bianchi")) == 1
         app.screen.query_one("#reason").value = "shorter failover steps"
         await pilot.press("ctrl+s")
-        await until(pilot, lambda: screen_name(app) == "FragmentScreen")
+        await saved(pilot, app)
     history = wb.history(fid, principal="marco.bianchi")
     assert [(v.number, v.author, v.reason) for v in history][-1] == (2, "marco.bianchi", "shorter failover steps")
     assert wb.get(fid, principal="marco.bianchi").body.startswith("## Failover")
@@ -353,24 +362,29 @@ def wb_history(app, fid):
 
 
 def spy_on_edits(app):
-    """Record the ``base`` of every edit the TUI makes (the real edit still runs)."""
-    bases, real = [], app.wb.edit
+    """Record the ``base`` of every edit the TUI checks (its impact, computed before a save: where a
+    conflict shows) and of every edit it saves (the real calls still run)."""
+    checked, saved, real_check, real_edit = [], [], app.wb.edit_impact, app.wb.edit
+
+    def edit_impact(*args, **kwargs):
+        checked.append(kwargs.get("base"))
+        return real_check(*args, **kwargs)
 
     def edit(*args, **kwargs):
-        bases.append(kwargs.get("base"))
-        return real(*args, **kwargs)
-    app.wb.edit = edit
-    return bases
+        saved.append(kwargs.get("base"))
+        return real_edit(*args, **kwargs)
+    app.wb.edit_impact, app.wb.edit = edit_impact, edit
+    return checked, saved
 
 
 async def test_a_cli_edit_while_the_editor_is_open_is_not_overwritten_reload(wb, sample_workspace, tmp_path):
     fid = "nw-rb-psp-failover"
     app = app_for(wb)
     app.idle_release_s = 0.2
-    bases = spy_on_edits(app)
+    bases, saves = spy_on_edits(app)
     async with app.run_test(size=SIZE) as pilot:
         editor_screen, mine = await _conflict_in_the_editor(app, pilot, sample_workspace, tmp_path, fid)
-        assert bases == [1]
+        assert bases == [1] and saves == []
         await pilot.press("escape")  # cancel: back to editing, nothing lost, nothing saved
         await pilot.pause()
         assert app.screen is editor_screen and editor_screen.query_one("#editor").text == mine
@@ -385,8 +399,8 @@ async def test_a_cli_edit_while_the_editor_is_open_is_not_overwritten_reload(wb,
         assert editor_screen.query_one("#mine").text == mine and editor_screen.query_one("#mine-pane").display
         editor_screen.query_one("#editor").load_text("TUI note. " + CLI_BODY.strip())  # the change, reapplied
         await pilot.press("ctrl+s")
-        await until(pilot, lambda: screen_name(app) == "FragmentScreen")
-        assert bases == [1, 1, 2]
+        await saved(pilot, app)
+        assert bases == [1, 1, 2] and saves == [2]
     history = wb.history(fid, principal="marco.bianchi")
     assert [(v.number, v.author, v.reason) for v in history][1:] == [(2, "priya.raman", "cli fix"),
                                                                      (3, "marco.bianchi", "tui note")]
@@ -397,12 +411,12 @@ async def test_a_cli_edit_while_the_editor_is_open_keep_mine_saves_over_latest(w
     fid = "nw-rb-psp-failover"
     app = app_for(wb)
     app.idle_release_s = 0.2
-    bases = spy_on_edits(app)
+    bases, saves = spy_on_edits(app)
     async with app.run_test(size=SIZE) as pilot:
         _, mine = await _conflict_in_the_editor(app, pilot, sample_workspace, tmp_path, fid)
         await pilot.press("k")  # explicit: keep my text and save it over v2
-        await until(pilot, lambda: screen_name(app) == "FragmentScreen")
-        assert bases == [1, 2]
+        await saved(pilot, app)
+        assert bases == [1, 2] and saves == [2]
     history = wb.history(fid, principal="marco.bianchi")
     assert [(v.number, v.author) for v in history][1:] == [(2, "priya.raman"), (3, "marco.bianchi")]
     assert wb.get(fid, principal="marco.bianchi").body == mine.strip()

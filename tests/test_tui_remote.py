@@ -13,7 +13,7 @@ import signal
 import subprocess
 
 import pytest
-from tui_support import LARGE, SMALL, app_for, settle, until
+from tui_support import LARGE, SMALL, app_for, save_anyway, settle, until
 
 from browser_support import Browser, ensure_chromium, free_port, processes_mentioning, serve
 from conftest import WORKBENCH_BIN, run_cli_process
@@ -61,7 +61,7 @@ async def edit_in_the_tui(app, pilot, fid, text, reason):
     editor.query_one("#editor").load_text(text)
     editor.query_one("#reason").value = reason
     await pilot.press("ctrl+s")
-    await settle(pilot)
+    await save_anyway(pilot)  # the edit-impact dialog, when the edit changes golden queries
     return editor
 
 

@@ -55,3 +55,14 @@ def column_visible(app, table, label: str, min_width: int = 12) -> bool:
             return shown >= min(min_width, width) and x >= table.region.x
         x += width
     raise AssertionError(f"no column {label!r} in {[str(c.label) for c in table.ordered_columns]}")
+
+
+async def save_anyway(pilot) -> bool:
+    """After ctrl+s in the editor: when the edit-impact dialog asks (the edit changes golden queries),
+    answer "Save anyway" and wait for the save; whether it asked."""
+    await settle(pilot)
+    if type(pilot.app.screen).__name__ != "SaveAnywayScreen":
+        return False
+    await pilot.press("s")
+    await settle(pilot)
+    return True

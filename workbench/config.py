@@ -19,6 +19,8 @@ from .schemas import plain_yaml, validate
 
 CONFIG_NAME = "workbench.yaml"
 DB_NAME = "workbench.duckdb"
+PROPOSALS_PER_HOUR = 20  # the default rate limit of agent proposals, per principal (workbench.yaml: proposals.per_hour)
+GOLDEN_NAME = "golden.yaml"  # the workspace's golden set when workbench.yaml names none (and where init copies it)
 
 DEFAULT_CONFIG = """\
 # workbench workspace configuration (schema: schemas/workspace.schema.json)
@@ -68,6 +70,8 @@ class WorkspaceConfig:
     reranker: dict[str, Any] | None = None
     confidence_floor: float | None = None   # context drops candidates below it (None: the calibrated default)
     embedder: str | None = None             # the embedding backend, onnx or torch (None: the default, onnx)
+    proposals_per_hour: int = PROPOSALS_PER_HOUR  # agent proposals a principal may make in any hour
+    golden: str | None = None               # the golden set, as written (relative: to the workspace folder)
 
     @classmethod
     def load(cls, path: Path) -> "WorkspaceConfig":
@@ -132,7 +136,8 @@ class WorkspaceConfig:
                    default_principal=default, half_life_days=dict(raw.get("freshness_half_life_days", {})),
                    reranker=raw.get("reranker"),
                    confidence_floor=float(raw["confidence_floor"]) if "confidence_floor" in raw else None,
-                   embedder=raw.get("embedder"))
+                   proposals_per_hour=int((raw.get("proposals") or {}).get("per_hour", PROPOSALS_PER_HOUR)),
+                   embedder=raw.get("embedder"), golden=raw.get("golden"))
 
     def principal(self, name: str | None) -> Principal:
         """Look a principal up by name; None means the default principal."""

@@ -59,6 +59,11 @@ class ReadOnly(UserError):
     """The workspace cannot be written (read-only file, folder or filesystem)."""
 
 
+class RateLimited(UserError):
+    """Too many of one kind of write by one principal in a window (agent proposals: ``proposals.per_hour``
+    in workbench.yaml); nothing was stored. The team server answers 429."""
+
+
 class SecretFound(UserError):
     """The text holds a credential; nothing is stored without --allow-secret."""
 

@@ -16,7 +16,10 @@ from typing import Any
 from .errors import UserError
 
 KINDS = ("decision", "runbook", "code", "policy", "note", "session-summary", "anti-pattern")
-STATUSES = ("active", "archived")
+STATUSES = ("active", "archived", "proposed", "rejected")
+PROPOSAL_STATUSES = ("proposed", "rejected")   # an agent's proposal, before (or after a negative) review
+PROPOSAL_FIELDS = ("proposed_by", "review")    # details of a proposal: its author, and the review record
+PROPOSAL_KINDS = ("note", "session-summary", "anti-pattern")  # what an agent may propose
 SCOPE_LEVELS = ("org", "repo", "persona", "session")
 
 
@@ -171,7 +174,7 @@ class Content:
     links: tuple[str, ...] = ()
     supersedes: tuple[str, ...] = ()
     sources: tuple[Source, ...] = ()
-    details: tuple[tuple[str, Any], ...] = ()  # anti-pattern fields, as sorted pairs
+    details: tuple[tuple[str, Any], ...] = ()  # anti-pattern fields, a proposal's proposed_by and review: sorted pairs
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -18,11 +18,26 @@ module turns it into a decision for each action:
     merge                      a principal who sees both, in the same org
     relink (during a merge)    only fragments the actor can see; others are left alone
     read-trace                 only the principal who made the call
+    read-gap / read-usage      what a traced call asked (gaps) or who was served (usage): the
+                               principal who made the call, a lead of a scope the call was made in
+                               (its scope, else each org of its caller, who must belong to that
+                               org), and the local administrator (no actor)
+    see a golden query (check) a principal of every org its asker belongs to (``sees_query``)
     read-set                   the set's owner and principals who can see its scope
     change-set                 the set's owner or a lead of its scope
     manage a token             the local administrator (no actor: whoever runs the CLI on the
       (create, list, revoke)   database file), an admin principal for any principal's tokens,
                                any principal for its own (``may_manage_token``)
+    propose in scope S         any principal who can see S (its own session scope included); a
+                               scope it cannot see is refused like one that does not exist
+    review (accept / reject)   a reviewer of the proposal (see below) who can see the scope it
+                               is accepted into; the new owner must be a member of that scope
+
+Proposals (status ``proposed``, and ``rejected`` after a negative review) are read only by
+their author (``details.proposed_by``) and their reviewers: the leads of the proposal's scope,
+and the principal it names as owner when that is not its author. Everyone else is answered
+exactly as for an id that does not exist, on every path. A proposal leaves ``proposed`` only by
+a review, which records its decision and its reviewer; a rejected proposal no longer changes.
 
 A target the actor may not see is refused exactly like one that does not exist
 (``Decision.hidden``), so no message tells the two apart. Pure: no I/O, no store.
@@ -34,7 +49,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from .errors import NotFound, PermissionDenied, UserError
-from .models import Content, Fragment, Principal, Scope
+from .models import PROPOSAL_STATUSES, Content, Fragment, Principal, Scope
 
 
 @dataclass(frozen=True)
@@ -69,14 +84,48 @@ def _deny(message: str, action: str) -> Decision:
 
 
 def sees(actor: Principal, fragment: Fragment | Content) -> bool:
-    """The visibility rule applied to a fragment (or to a version's content)."""
+    """The visibility rule applied to a fragment (or to a version's content). A proposal (or a
+    rejected one) is seen only by its author and its reviewers (``reviews``)."""
     content = fragment.content if isinstance(fragment, Fragment) else fragment
+    if content.status in PROPOSAL_STATUSES:
+        return authored(actor, content) or reviews(actor, content)
     return actor.can_see(content.scope, owner=content.owner)
+
+
+def proposed_by(fragment: Fragment | Content) -> str | None:
+    """The author of a proposal (kept once it is accepted); None for any other fragment."""
+    content = fragment.content if isinstance(fragment, Fragment) else fragment
+    author = content.detail("proposed_by")
+    return author if isinstance(author, str) else None
+
+
+def authored(actor: Principal, fragment: Fragment | Content) -> bool:
+    """Is ``actor`` the author of this proposal, in a scope it may still see?"""
+    content = fragment.content if isinstance(fragment, Fragment) else fragment
+    return proposed_by(content) == actor.name and actor.can_see(content.scope, owner=actor.name)
+
+
+def reviews(actor: Principal, fragment: Fragment | Content) -> bool:
+    """Is ``actor`` a reviewer of this proposal: a lead of its scope, or the principal it names as
+    its owner when that is not its author (and who is a member of its scope)?"""
+    content = fragment.content if isinstance(fragment, Fragment) else fragment
+    if actor.leads(content.scope):
+        return True
+    return (content.owner == actor.name and content.owner != proposed_by(content)
+            and actor.can_see(content.scope, owner=actor.name))
 
 
 def sees_scope(actor: Principal, scope: Scope) -> bool:
     """May the actor work in ``scope`` at all (define a set, export agent files, see a pin there)?"""
     return actor.can_see(scope)
+
+
+def sees_query(actor: Principal, asker: Principal | None) -> bool:
+    """May the actor see a golden query (its id, text and ranking) that ``asker`` asks? Only when every
+    org of the asker is one of the actor's: a query says what its orgs' people ask about. A query of
+    an asker unknown to workbench.yaml: no. (The fragments a shown query ranks are named only when the
+    actor ``sees`` them.)"""
+    return asker is not None and set(asker.orgs) <= set(actor.orgs)
 
 
 # -- rules, one per action ------------------------------------------------------------------
@@ -157,8 +206,83 @@ def _relink(actor: Principal, fragment: Fragment, **_: Any) -> Decision:
     return ALLOW if sees(actor, fragment) else _unknown("fragment", fragment.id, "relink")
 
 
+def _propose(actor: Principal, scope: Scope, *, owner: Principal | None, content: Content | None = None,
+             **_: Any) -> Decision:
+    # A scope the proposer cannot see is refused as if it did not exist: nothing about it leaks.
+    if not actor.can_see(scope, owner=actor.name):
+        return _unknown("scope", str(scope), "propose")
+    if content is not None:
+        if content.status != "proposed":
+            return _deny("a new proposal has the status proposed", "propose")
+        if proposed_by(content) != actor.name:
+            return _deny(f"a proposal's author is the principal who proposes it ({actor.name})", "propose")
+    if owner is None:
+        return _deny("the owner must be a principal of workbench.yaml", "propose")
+    if not owner.can_see(scope, owner=owner.name):
+        return _deny(f"owner {owner.name} is not a member of scope {scope}", "propose")
+    return ALLOW
+
+
+def _review(actor: Principal, fragment: Fragment, *, content: Content, owner: Principal | None, **_: Any
+            ) -> Decision:
+    """Accept (``content`` active, possibly moved and edited) or reject (``content`` rejected, in place)."""
+    if not sees(actor, fragment):
+        return _unknown("fragment", fragment.id, "review")
+    if fragment.status != "proposed" or content.status not in ("active", "rejected"):
+        return _deny(f"{fragment.id} is {fragment.status}: a proposal changes status only by a review, from "
+                     "proposed to accepted (active) or rejected", "review")
+    if not reviews(actor, fragment):
+        return _deny(f"only a lead of {fragment.scope} or the owner it names may review {fragment.id}", "review")
+    decision = "accepted" if content.status == "active" else "rejected"
+    review = content.detail("review")
+    if not isinstance(review, Mapping):
+        return _deny(f"{fragment.id} is a proposal: it becomes active or rejected only by a review (accept or "
+                     "reject), which records the decision and the reviewer", "review")
+    if review.get("decision") != decision or review.get("by") != actor.name:
+        return _deny(f"a review of {fragment.id} records its decision ({decision}) and its reviewer ({actor.name})",
+                     "review")
+    if proposed_by(content) != proposed_by(fragment):
+        return _deny(f"the author of proposal {fragment.id} cannot change", "review")
+    if decision == "rejected":
+        if content.scope != fragment.scope or content.owner != fragment.owner:
+            return _deny("a rejected proposal stays in its scope, with its owner", "review")
+        return ALLOW
+    if owner is None:
+        return _deny("the new owner must be a principal of workbench.yaml", "review")
+    if not actor.can_see(content.scope, owner=owner.name):
+        return _deny(f"{actor.name} may not accept fragments into {content.scope}", "review")
+    if not owner.can_see(content.scope, owner=owner.name):
+        return _deny(f"the new owner {owner.name} is not a member of scope {content.scope}", "review")
+    return ALLOW
+
+
 def _read_trace(actor: Principal, trace: Mapping[str, Any], **_: Any) -> Decision:
     return ALLOW if trace.get("principal") == actor.name else _unknown("trace", str(trace.get("id")), "read-trace")
+
+
+def call_scopes(trace: Mapping[str, Any], caller: Principal | None) -> tuple[Scope, ...]:
+    """The scopes a traced call was made in: the scope it named, else each org of its caller
+    (none when the caller is no longer a principal of workbench.yaml)."""
+    named = trace.get("scope")
+    if named:
+        try:
+            return (Scope.parse(named),)
+        except UserError:
+            return ()
+    return tuple(Scope(org) for org in caller.orgs) if caller is not None else ()
+
+
+def _read_activity(action: str) -> Callable[..., Decision]:
+    def rule(actor: Principal | None, trace: Mapping[str, Any], *, caller: Principal | None = None,
+             **_: Any) -> Decision:
+        if actor is None or trace.get("principal") == actor.name:
+            return ALLOW
+        if caller is not None and caller.name == trace.get("principal"):
+            for scope in call_scopes(trace, caller):
+                if scope.org in caller.orgs and actor.leads(scope):
+                    return ALLOW
+        return _unknown("trace", str(trace.get("id")), action)
+    return rule
 
 
 def _set_scope(found: Mapping[str, Any]) -> Scope:
@@ -190,12 +314,16 @@ RULES: dict[str, Callable[..., Decision]] = {
     "pin": _pin, "unpin": _unpin,
     "merge": _merge, "relink": _relink,
     "read-trace": _read_trace, "read-set": _read_set, "change-set": _change_set,
+    "propose": _propose, "review": _review,
+    "read-gap": _read_activity("read-gap"), "read-usage": _read_activity("read-usage"),
 }
 ACTIONS = tuple(RULES)
 
 
 def may(actor: Principal, action: str, target: Any, **context: Any) -> Decision:
-    """May ``actor`` do ``action`` to ``target`` (a fragment, a scope, a trace or a set)?"""
+    """May ``actor`` do ``action`` to ``target`` (a fragment, a scope, a trace or a set)? For
+    read-gap and read-usage, ``actor`` None is the local administrator and ``caller`` the
+    principal who made the call (``Principal``, None when unknown)."""
     try:
         rule = RULES[action]
     except KeyError:
@@ -211,7 +339,9 @@ def require(actor: Principal, action: str, target: Any, **context: Any) -> None:
 def write_action(current: Fragment | None, new: Content) -> str:
     """Which rule a write of ``new`` over ``current`` falls under."""
     if current is None:
-        return "create"
+        return "propose" if new.status in PROPOSAL_STATUSES else "create"
+    if new.status != current.status and (new.status in PROPOSAL_STATUSES or current.status in PROPOSAL_STATUSES):
+        return "review"
     if new.scope != current.scope or new.owner != current.owner:
         return "reassign"
     if new.status != current.status:
@@ -225,8 +355,20 @@ def may_write(actor: Principal, current: Fragment | None, new: Content, *,
     revert, import, merge): the one check every write path makes before anything is stored."""
     action = write_action(current, new)
     owner = principals.get(new.owner)
+    if action == "propose":
+        return may(actor, "propose", new.scope, owner=owner, content=new)
     if current is None:
         return may(actor, "create", new.scope, owner=owner)
+    if action == "review":
+        return may(actor, "review", current, content=new, owner=owner)
+    if current.status in PROPOSAL_STATUSES:  # a proposal edited (or moved) before its review
+        seen = may(actor, "read", current)
+        if not seen:
+            return seen
+        if current.status == "rejected":
+            return _deny(f"{current.id} was rejected: a rejected proposal no longer changes", action)
+        if proposed_by(new) != proposed_by(current):
+            return _deny(f"the author of proposal {current.id} cannot change", action)
     if action == "reassign":
         return may(actor, "reassign", current, scope=new.scope, owner=owner)
     return may(actor, action, current)
@@ -253,4 +395,5 @@ def taken_message(fragment_id: str) -> str:
 
 
 __all__ = ["Decision", "ACTIONS", "RULES", "may", "require", "may_write", "require_write", "write_action", "sees",
-           "sees_scope", "taken_message", "may_manage_token"]
+           "sees_scope", "sees_query", "taken_message", "may_manage_token", "call_scopes",
+           "proposed_by", "authored", "reviews"]

@@ -184,18 +184,22 @@ def _changed(as_json: bool, fragment) -> None:
         print(f"{fragment.id} is now at version {fragment.version}")
 
 
-@command("edit", "Save a new version from a file (a whole fragment file, or just a markdown body).",
+@command("edit", "Save a new version from a file (a whole fragment file, or just a markdown body), showing "
+         "which golden queries it changes.",
          "workbench edit nw-adr-0007-idempotency-keys --file body.md --reason 'note the TTL' --as marco.bianchi "
-         "--base 1")
+         "--base 1\n"
+         "workbench edit nw-rb-psp-failover --file body.md --dry-run --as dan.kowalski")
 @click.argument("id")
 @click.option("--file", "file", required=True, metavar="F", help="fragment file or markdown body ('-' for stdin)")
-@click.option("--reason", help="why this change (required)")
+@click.option("--reason", help="why this change (required, unless --dry-run)")
 @base_option()
 @click.option("--allow-secret", is_flag=True,
               help="store the change even if it contains a credential (the override is recorded)")
+@click.option("--dry-run", is_flag=True, help="check the edit and show its impact on the golden queries; save nothing")
+@click.option("--golden", metavar="FILE", help="the golden set the impact is computed on (default: the workspace's)")
 @as_option(required=True)
 @json_option()
-def edit(id, file, reason, base, allow_secret, principal, as_json):
+def edit(id, file, reason, base, allow_secret, dry_run, golden, principal, as_json):
     from ..errors import UserError
     from .remote import read_input
 
@@ -204,8 +208,21 @@ def edit(id, file, reason, base, allow_secret, principal, as_json):
     except (OSError, UnicodeDecodeError) as e:
         raise UserError(f"cannot read {file}: {e}") from e
     with open_workbench() as wb:
-        _changed(as_json, wb.edit(id, text, reason=reason, actor=principal, file=file, allow_secret=allow_secret,
-                                  base=base))
+        if dry_run:
+            impact = wb.edit_impact(id, text, actor=principal, golden=golden, file=file, allow_secret=allow_secret,
+                                    base=base)
+        else:
+            saved = wb.edit_with_impact(id, text, reason=reason, actor=principal, file=file,
+                                        allow_secret=allow_secret, base=base, golden=golden)
+            impact = saved.impact
+    if as_json:
+        emit_json({"id": impact.fragment_id, "dry_run": True, "impact": impact.to_dict()} if dry_run
+                  else saved.to_dict())
+        return
+    print(f"dry run: {impact.fragment_id} not saved" if dry_run
+          else f"{saved.fragment.id} is now at version {saved.fragment.version}")
+    for line in impact.lines():
+        print(line)
 
 
 @command("revert", "Append a new version whose content equals an earlier version.",

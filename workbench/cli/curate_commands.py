@@ -158,9 +158,19 @@ def stale(days, principal, as_json):
     if as_json:
         emit_json(items)
         return
-    print(table(["id", "owner", "age", "used", "cited", "reason"],
-                ([i["id"], i["owner"], f"{i['age_days']}d", str(i["traces"]), str(i["in_links"]),
+    print(table(["id", "owner", "age", "served", "cited", "reason"],
+                ([i["id"], i["owner"], f"{i['age_days']}d", _served(i), str(i["in_links"]),
                   "; ".join(i["reasons"])] for i in items)) if items else "nothing stale")
+    if items:
+        print(f"\nserved: calls that served it in the last {days} days (by how many principals), as `workbench "
+              "usage` counts them")
+
+
+def _served(item: dict) -> str:
+    """A stale item's use in the window: "never", or "N by K" (calls, principals)."""
+    if item["never_served"]:
+        return "never"
+    return f"{item['served']} by {len(item['principals']) + item['other_principals']}"
 
 
 @command("nudge", "Nudge owners of stale fragments: record nudges and write one digest per owner to the outbox.",

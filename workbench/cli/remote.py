@@ -11,8 +11,8 @@ stderr and exit code become this process's, so a command prints the same either 
 Server. ``run_forwarded`` runs the same command in the server process against its open
 Workbench. Who acts is the token's principal: ``--as`` is honoured only for an admin token (a
 non-admin's is replaced, with a warning on stderr). Options that name files on the server's disk
-(ingest paths, export folders, golden files, a reranker folder) need an admin token, and a relative
-path is the caller's folder's. Output goes to the request's own buffers: ``sys.stdout`` and
+(ingest paths, export folders, golden files, check's baseline, a reranker folder) need an admin
+token, and a relative path is the caller's folder's. Output goes to the request's own buffers: ``sys.stdout`` and
 ``sys.stderr`` are routed by a context variable while a server runs. This module decides no
 visibility: the core does, for the principal it is given.
 """
@@ -36,8 +36,11 @@ FACES = {"tui", "serve", "mcp"}
 # Parameters that name files or folders on the disk of the process that runs the command.
 SERVER_PATHS = {"ingest": ("paths", "git"), "export-files": ("dir",), "search": ("rerank",),
                 "context": ("rerank",), "eval": ("golden", "beir", "compare", "cache"), "export": ("out",),
-                "import-bundle": ("dir",)}
+                "import-bundle": ("dir",), "check": ("golden", "baseline", "update_baseline"),
+                "edit": ("golden",)}
 TIMEOUT_S = float(os.environ.get("WORKBENCH_CLIENT_TIMEOUT", "600"))
+# Commands whose --file the caller reads and sends (the file is on the caller's machine).
+FILE_COMMANDS = {"edit", "propose", "accept"}
 
 
 @dataclass(frozen=True)
@@ -250,7 +253,7 @@ def prepare_served(ctx, path: str, served: Served) -> None:
             params["principal"] = served.principal
     for param in SERVER_PATHS.get(name, ()):
         value = params.get(param)
-        if value in (None, (), [], ""):
+        if value in (None, (), [], "") or value is False:  # False: a flag not given (check --update-baseline)
             continue
         if not served.admin:
             raise UserError(f"`workbench {name}` with a path reads or writes files on the server: it needs an "
@@ -366,10 +369,11 @@ def _without_workspace(argv: list[str]) -> list[str]:
 
 
 def _input_files(ctx) -> dict[str, str]:
-    """The input files the command names (``edit --file F``), read here: they are the caller's."""
+    """The input files the command names (``edit --file F``, ``propose`` and ``review accept``), read
+    here: they are the caller's."""
     from ..errors import UserError
 
-    name = ctx.params.get("file") if ctx.command.name == "edit" else None
+    name = ctx.params.get("file") if ctx.command.name in FILE_COMMANDS else None
     if not name:
         return {}
     try:

@@ -78,5 +78,16 @@ def fragment_text(data: dict[str, Any]) -> str:
         where = src["path"] + (f"#L{src['lines'][0]}-L{src['lines'][1]}" if src.get("lines") else "")
         lines.append(f"source: {src.get('repo') or ''}:{where}" + (f"@{src['commit']}" if src.get("commit") else ""))
     lines += [f"{label}: {value}" for label, value in antipattern_parts(data.get("details") or {})]
+    lines += _proposal_lines(data.get("details") or {})
     lines += ["", data["body"]]
     return "\n".join(lines)
+
+
+def _proposal_lines(details: dict[str, Any]) -> list[str]:
+    """A proposal's author and, once reviewed, the decision, the reviewer and the reason."""
+    lines = [f"proposed by: {details['proposed_by']}"] if details.get("proposed_by") else []
+    review = details.get("review")
+    if isinstance(review, dict):
+        lines.append(f"review: {review.get('decision')} by {review.get('by')} at {review.get('at')}"
+                     + (f": {review['reason']}" if review.get("reason") else ""))
+    return lines

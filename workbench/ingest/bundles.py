@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping
 from .. import policy
 from ..config import WorkspaceConfig
 from ..errors import UserError, ValidationError, WorkbenchError
-from ..models import Content, Fragment, IngestReport, Principal, Scope, Version
+from ..models import PROPOSAL_STATUSES, Content, Fragment, IngestReport, Principal, Scope, Version
 from ..schemas import validate
 from .files import ParsedFragment, check_fragment_id, check_timestamp, front_matter_data
 from .importer import check_semantics, guard_secrets
@@ -115,6 +115,9 @@ def check_record(record: Any, *, config: WorkspaceConfig, actor: Principal, curr
                                                      "in the source workspace)"))
         contents.append(content)
     last = versions[-1]
+    if planned[-1].content.status in PROPOSAL_STATUSES:  # bundles carry knowledge; a proposal is not yet
+        raise WorkbenchError(f"{where}: is a proposal ({planned[-1].content.status}): only active or archived "
+                             "fragments are imported")
     if record.get("version") != len(versions) or record.get("content_hash") != last.get("content_hash"):
         raise WorkbenchError(f"{where}: the record's version or hash disagrees with its last version")
     created_at = check_timestamp("created_at", record.get("created_at"), file=where, now=now)

@@ -5,6 +5,10 @@ What a client sees:
   described parameters, an ``outputSchema``; the text content is what a model should read
   (hit lines, the fragment as markdown, the composed context within the budget), the
   structured content is the JSON (``shapes``).
+- tool ``propose`` (not read-only): the agent hands a note, a session summary or an anti-pattern
+  to the leads of a scope; it is stored as a proposal awaiting review (``Workbench.propose``:
+  policy, secret guard and rate limit apply), served to nobody else until accepted, and read
+  back, with the review's decision and reason, through ``get``.
 - resources: the fragments the principal may see, ``workbench://fragment/{id}`` (text/markdown),
   listed a page at a time (an opaque cursor).
 - one prompt, ``task-context``: pins, relevant fragments and anti-patterns for a task.
@@ -30,10 +34,11 @@ from pydantic import Field
 
 from .. import __version__
 from . import shapes
-from ..models import KINDS
+from ..models import KINDS, PROPOSAL_KINDS
 
 PAGE_SIZE = 50
 MAX_K, MAX_BUDGET, MAX_QUERY = 100, 200_000, 4000
+MAX_PROPOSAL = 50_000     # characters of a proposal's body (the core's limit too)
 URI_PREFIX = "workbench://fragment/"
 TRACED = ("Each call is recorded as a trace in the workspace (an audit log of what was served, replayable "
           "with `workbench trace`); no knowledge is changed.")
@@ -74,7 +79,8 @@ def build_server(wb, principal: str | None = None, *, caller=None):
                      "Use `context` for a "
                      "ready-to-use, budgeted context for a task (pins first, anti-patterns to avoid), `search` "
                      "to find fragments, `get` (or the resource workbench://fragment/ID) for one fragment's full "
-                     "text. Cite fragments as id@vN. Prefer a fragment's superseder when one is named.")
+                     "text. Cite fragments as id@vN. Prefer a fragment's superseder when one is named. "
+                     "When you learn something worth keeping, `propose` it: the leads of its scope review it.")
 
     def guarded(fn, *args, **kwargs):
         if lock is None:  # the team server holds the workspace and serves many callers at once
@@ -145,6 +151,29 @@ def build_server(wb, principal: str | None = None, *, caller=None):
         citations, separators, headings) against the budget; the trim is only a guard."""
         composed = tool_call(wb.context, query, principal=me(), budget=budget, **extra)
         return shapes.trimmed(composed, budget, wb.index.count_tokens)
+
+    @server.tool(title="Propose knowledge",
+                 annotations=ToolAnnotations(title="Propose knowledge", read_only_hint=False, destructive_hint=False,
+                                             idempotent_hint=False, open_world_hint=False),
+                 description="Hand something you learned to the people who keep this knowledge: a note, a session "
+                             "summary, or an anti-pattern (write its body with lines \"Don't: ...\", \"Why: ...\" "
+                             "and \"Instead: ...\"). It is stored as a proposal awaiting review by the leads of its "
+                             "scope and served to nobody else until one accepts it. Text: the proposal's id and what "
+                             "happens next. Read it back with `get` (after review it shows the decision and, for a "
+                             "rejection, the reason). Limited to a number of proposals per hour; text holding a "
+                             "credential is refused.")
+    def propose(title: Annotated[str, Field(min_length=1, max_length=200, description="A short title.")],
+                body: Annotated[str, Field(min_length=1, max_length=MAX_PROPOSAL,
+                                           description="What you learned, in markdown.")],
+                kind: Annotated[Literal[PROPOSAL_KINDS], Field(  # type: ignore[valid-type]
+                    description="note, session-summary or anti-pattern.")] = "note",
+                scope: Annotated[str | None, Field(min_length=1, max_length=300, description=(
+                    "Where it applies, org=ORG[,repo=REPO][,persona=P][,session=S], a scope you may see; "
+                    "default: your own session scope."))] = None,
+                ) -> Annotated[CallToolResult, shapes.ProposalOut]:
+        made = tool_call(wb.propose, title, body, kind=kind, scope=scope, principal=me())
+        data = shapes.proposal_data(made)
+        return result(shapes.proposal_text(data), data)
 
     # -- resources: the fragments, one page at a time --------------------------------------------
 

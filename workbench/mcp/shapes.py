@@ -94,10 +94,25 @@ class FragmentOut(_Open):
     supersedes: list[str] = []
     superseded_by: str | None = None
     sources: list[dict[str, Any]]
-    details: dict[str, Any] = Field(description="anti-pattern fields: dont, why, instead, evidence")
+    details: dict[str, Any] = Field(description="anti-pattern fields (dont, why, instead, evidence); for a proposal "
+                                    "its author (proposed_by) and, once reviewed, the review {decision, by, at, "
+                                    "reason}")
     updated_at: str | None
     verified_at: str | None
     body: str
+
+
+class ProposalOut(_Open):
+    id: str = Field(description="the proposal's fragment id (read it back with `get`)")
+    version: int
+    citation: str = Field(description="id@vN")
+    status: str = Field(description="proposed: awaiting review")
+    kind: str
+    title: str
+    scope: str = Field(description="org=...[,repo=...][,persona=...][,session=...]")
+    owner: str
+    proposed_by: str
+    note: str
 
 
 # -- labels the core may or may not provide yet ------------------------------------------------
@@ -189,6 +204,31 @@ def fragment_data(fragment, trace_id: str | None, replaced_by: str | None) -> di
     return out
 
 
+def proposal_data(fragment) -> dict[str, Any]:
+    return {"id": fragment.id, "version": fragment.version, "citation": cite(fragment.id, fragment.version),
+            "status": fragment.status, "kind": fragment.kind, "title": fragment.title, "scope": str(fragment.scope),
+            "owner": fragment.owner, "proposed_by": fragment.content.detail("proposed_by") or fragment.owner,
+            "note": "awaiting review: served to nobody until a lead of its scope accepts it"}
+
+
+def proposal_text(data: dict[str, Any]) -> str:
+    return (f"Proposal recorded: {data['id']} ({data['kind']} in {data['scope']}), awaiting review. It is not served "
+            "to anyone until a lead of that scope accepts it. Read it back with `get` (id "
+            f"{data['id']}); once reviewed, `get` shows the decision and, for a rejection, the reason.")
+
+
+def _review_line(data: dict[str, Any]) -> str | None:
+    """For a proposal: who proposed it and, once reviewed, the decision, the reviewer and the reason."""
+    details = data.get("details") or {}
+    review = details.get("review") if isinstance(details.get("review"), dict) else None
+    if data["status"] == "proposed":
+        return f"> **Proposal by {details.get('proposed_by') or data['owner']}, awaiting review.**"
+    if review and review.get("decision") == "rejected":
+        return (f"> **Rejected by {review.get('by')}** ({str(review.get('at') or '')[:10]}): "
+                f"{review.get('reason') or 'no reason given'}")
+    return None
+
+
 def fragment_markdown(data: dict[str, Any]) -> str:
     """The fragment as markdown: title, one metadata line with its citation, anti-pattern fields, body."""
     scope = ",".join(f"{k}={v}" for k, v in data["scope"].items() if v)
@@ -201,6 +241,9 @@ def fragment_markdown(data: dict[str, Any]) -> str:
     if data.get("superseded_by"):
         lines.append(f"> **Superseded by {data['superseded_by']}**: prefer that fragment; this one is kept "
                      "for history.")
+    review = _review_line(data)
+    if review:
+        lines.append(review)
     lines += [f"**{label}:** {value}" for label, value in antipattern_parts(data.get("details") or {})]
     if data["body"].strip():
         lines.append(data["body"].strip())

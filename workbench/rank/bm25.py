@@ -69,6 +69,27 @@ _EMPTY_I = np.zeros(0, dtype=np.int32)
 _EMPTY_F = np.zeros(0, dtype=np.float32)
 
 
+def accumulate(size: int, postings, lengths: np.ndarray, n: int, total: int, *, k1: float = K1,
+               b: float = B) -> np.ndarray:
+    """BM25 of positions 0..size-1 from each query token's ``(positions, tf)`` in query order, over
+    a basis of ``n`` documents of ``total`` length (``lengths`` per position). Each document sums
+    its tokens' float32 weights in that order, as bm25s does: every BM25 score is made here (the
+    index's, and edit impact's re-score of one changed document), so they agree to the bit."""
+    out = np.zeros(size, dtype=np.float32)
+    if n == 0 or total == 0:
+        return out
+    avgdl = total / n
+    for docs, tf in postings:
+        if docs.size == 0:
+            continue
+        dl = lengths[docs].astype(np.float64)
+        df = docs.size
+        idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        norm = k1 * ((1 - b) + b * dl / avgdl)
+        out[docs] += (idf * tf / (norm + tf)).astype(np.float32)  # a token names each doc once
+    return out
+
+
 class SegmentedBM25:
     """BM25 over index positions 0..n-1 whose documents live in segments: ``segments`` pairs each
     ``Postings`` with the position of each of its documents (-1: a tombstone; ``None``: document i is
@@ -121,19 +142,14 @@ class SegmentedBM25:
             if n == 0:
                 return out
             total = int(self.lengths[mask].sum())
-        if total == 0:
-            return out
-        avgdl = total / n
-        for q in tokens:  # query order: each document sums its tokens in that order, as bm25s does
-            docs, tf = self._postings(q, mask)
-            if docs.size == 0:
-                continue
-            dl = self.lengths[docs].astype(np.float64)
-            df = docs.size
-            idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5))
-            norm = self.k1 * ((1 - self.b) + self.b * dl / avgdl)
-            out[docs] += (idf * tf / (norm + tf)).astype(np.float32)  # a token names each doc once
-        return out
+        return accumulate(self.n, (self._postings(q, mask) for q in tokens), self.lengths, n, total,
+                          k1=self.k1, b=self.b)
+
+    def postings(self, token: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(positions, tf) of the documents (in ``mask``) holding the token id ``token``."""
+        if not 0 <= token < self.vocab_size:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        return self._postings(token, mask)
 
     def contains(self, token_ids: list[int], docs: np.ndarray) -> np.ndarray:
         """len(token_ids) × len(docs) booleans: does the document at position ``docs[j]`` hold

@@ -31,8 +31,8 @@ from ..errors import UserError
 from ..models import Fragment, Principal, Scope
 from ..rank import calibration
 from ..rank import priors as rank_priors
-from ..rank import supersession
 from ..rank.fusion import DENSE_WEIGHT, fusion, top_k
+from ..rank.stages import final_scores
 from .filters import Filters
 from .index import CHUNKER_VERSION, SearchIndex
 from .lexical import identifiers, tokenize
@@ -185,29 +185,20 @@ def rank(index: SearchIndex, query: str, principal: Principal, settings: Setting
         dense = _dense(index, qv, candidates, settings, lexical=lexical)
         stages["dense"] = (time.perf_counter() - t) * 1000
     t = time.perf_counter()
-    if settings.pipeline == "bm25":
-        fused = lexical
-    elif settings.pipeline == "dense":
-        fused = dense
-    elif settings.fusion == "weighted":
-        # A query naming a rare identifier (an error code, a config key) is a lexical question,
-        # unless the caller set the weight.
-        weight = settings.dense_weight if settings.dense_weight is not None else \
-            IDENTIFIER_DENSE_WEIGHT if exact else DENSE_WEIGHT
-        fused = fusion(settings.fusion)(lexical, dense, depth=settings.depth, dense_weight=float(weight))
-    else:
-        fused = fusion(settings.fusion)(lexical, dense, depth=settings.depth)
-    final = fused.copy()
-    if settings.min_score is not None:
-        final[final < settings.min_score] = -np.inf
+    # A query naming a rare identifier (an error code, a config key) is a lexical question,
+    # unless the caller set the weight.
+    weight = settings.dense_weight if settings.dense_weight is not None else \
+        IDENTIFIER_DENSE_WEIGHT if exact else DENSE_WEIGHT
     fresh = np.ones(n)
-    if settings.use_priors and settings.pipeline == "hybrid" and n:
+    with_priors = settings.use_priors and settings.pipeline == "hybrid" and n
+    if with_priors:
         fresh = rank_priors.freshness(index.ages_days(now), index.half_lives(settings.priors.half_life))
-        final = rank_priors.apply(final, fresh, authority, settings.priors, depth=settings.depth)
     superseded, named = _supersession(index, query, seen, mask) if n else ({}, set())
     demoted = np.array(sorted(set(superseded) - named), dtype=np.int64)
-    if demoted.size:
-        final = supersession.demote(final, demoted)
+    fused, final = final_scores(lexical, dense, pipeline=settings.pipeline, fusion_name=settings.fusion,
+                                depth=settings.depth, dense_weight=weight, min_score=settings.min_score,
+                                fresh=fresh, authority=authority, priors=settings.priors if with_priors else None,
+                                demoted=demoted)
     pinned = {index.pos[i] for i in pinned_ids if i in index.pos and mask[index.pos[i]]}
     depth = max(settings.depth, settings.k * 3)
     order = [int(i) for i in top_k(final, depth)]
@@ -278,6 +269,12 @@ def _dot_rows(vectors: np.ndarray, qv: np.ndarray) -> np.ndarray:
             tail[:n - head] = vectors[head:]
             out[head:] = (tail @ qv)[:n - head]
     return out
+
+
+def row_cosines(vectors: np.ndarray, qv: np.ndarray) -> np.ndarray:
+    """``vectors @ qv`` (float32) rounded as the dense stage rounds each row, wherever the row sits:
+    what edit impact caches of every row, and computes for an edited fragment's new vector."""
+    return _dot_rows(vectors, qv.astype(np.float32))
 
 
 def _dense(index: SearchIndex, qv: np.ndarray, mask: np.ndarray, settings: Settings,

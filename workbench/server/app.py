@@ -12,8 +12,8 @@ Routes:
     GET|POST /api/v1/CMD[/SUB] a command's --json contract: parameters by name (query string or JSON
                                body, e.g. {"query": "...", "k": 5}; "stdin": the text a "-" file
                                argument reads, as in {"id": ..., "file": "-", "stdin": "..."} for edit);
-                               the command's JSON, or
-                               {"error", "exit"} with 400 / 401 / 404 / 409 / 500
+                               the command's JSON (exit 1 with JSON, as check's regressions: 200 and
+                               X-Workbench-Exit: 1), or {"error", "exit"} with 400 / 401 / 404 / 409 / 429 / 500
     /mcp                       MCP (streamable HTTP): the stdio server's tools, resources and prompt
 
 Every route but /healthz needs ``Authorization: Bearer TOKEN``. Commands run on worker threads
@@ -48,7 +48,8 @@ MAX_BODY = 8 * 1024 * 1024
 READ_THREADS = 3
 OTHER_THREADS = 4
 READS = {"search", "context", "show", "history", "diff", "trace", "pins", "principals", "info"}  # quick reads
-STATUS = {"NotFound": 404, "Conflict": 409, "Unauthenticated": 401, "WorkspaceBusy": 503, "ReadOnly": 409}
+STATUS = {"NotFound": 404, "Conflict": 409, "Unauthenticated": 401, "WorkspaceBusy": 503, "ReadOnly": 409,
+          "RateLimited": 429}
 
 
 class Front:
@@ -240,6 +241,9 @@ def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Met
             return JSONResponse({"error": e.message, "exit": e.exit_code}, status_code=404 if "unknown command"
                                 in e.message else 400)
         ran = await run_command(request, argv, files={"-": stdin} if stdin is not None else None)
+        verdict = _verdict(ran)
+        if verdict is not None:  # a command's "no" is its answer (check: regressions): 200, the exit in a header
+            return JSONResponse(verdict, headers={"X-Workbench-Exit": str(ran.exit)})
         if ran.exit != 0:
             message = ran.stderr.strip().splitlines()[-1] if ran.stderr.strip() else "failed"
             message = message.removeprefix("workbench: ").removeprefix("error: ")
@@ -283,6 +287,16 @@ def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Met
               Mount("/", app=mcp_app)]
     app = Starlette(routes=routes, lifespan=lifespan)
     return Front(app, gate, metrics, log), gate
+
+
+def _verdict(ran) -> Any:
+    """The JSON of a command that answered with exit 1 and no error (``check`` finding regressions), or None."""
+    if ran.exit != 1 or ran.error is not None or not ran.stdout.lstrip().startswith("{"):
+        return None
+    try:
+        return json.loads(ran.stdout)
+    except ValueError:
+        return None
 
 
 # The two reads agents make most, answered without the command layer when the request is the

@@ -41,18 +41,20 @@ from . import codec
 READ = frozenset({
     "principal", "principals", "list", "browse", "get", "history", "diff", "stats", "search", "context",
     "superseded_by", "trace", "graph_node", "pins", "stale", "preview_files", "set_show", "set_fragments",
-    "render_agents", "quick_lexical", "health",
+    "render_agents", "quick_lexical", "health", "gaps", "usage", "fragment_usage",
+    "proposals", "edit_impact",
 })
-WRITE = frozenset({"edit", "revert", "pin", "unpin", "verify", "snooze", "add_antipattern"})
+WRITE = frozenset({"edit", "revert", "pin", "unpin", "verify", "snooze", "add_antipattern", "add_fragment",
+                   "propose", "accept", "reject"})
 # methods that read or write files on the server's disk, with the parameters naming them
 DISK = {"ingest": ("paths",), "ingest_git": ("path",), "import_bundle": ("folder",), "export_files": ("out",),
         "export_bundle": ("out",), "export_agents": ("out",), "eval_golden": ("path",)}
 # parameters of other methods that name files on the server's disk (admin only when given)
-DISK_PARAMS = {"search": ("reranker",), "context": ("reranker",)}
+DISK_PARAMS = {"search": ("reranker",), "context": ("reranker",), "edit_impact": ("golden",)}
 CONFIG = "config"   # the workspace's configuration (a property of the facade, fetched once by clients)
 METHODS = READ | WRITE | frozenset(DISK) | {CONFIG}
 WHO = ("principal", "actor")
-NOW_KEPT = frozenset({"browse", "stale"})
+NOW_KEPT = frozenset({"browse", "stale", "gaps", "usage", "fragment_usage", "edit_impact"})
 BODY_KEYS = {"args", "kwargs", "cwd"}
 
 

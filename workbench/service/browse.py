@@ -45,7 +45,7 @@ def summaries(rows: list[tuple], principal: Principal, *, pinned: set[str], now:
     out = []
     verdict: dict[tuple, bool] = {}
     for fid, kind, title, owner, org, repo, persona, session, status, updated, verified in rows:
-        if status != "active" and not include_archived:
+        if status != "active" and (not include_archived or status != "archived"):  # proposals: the inbox's
             continue
         scope = Scope(org, repo, persona, session)
         key = (scope, owner if session else None)

@@ -214,3 +214,52 @@ class Curation(Feature):
         overrides: list[dict[str, str]] = []
         guard_secrets(content, file="<antipattern>", allow=allow_secret, overrides=overrides)
         return self.fragments.write(fid, content, actor=who, reason="new anti-pattern", overrides=overrides)
+
+    # kind → the id abbreviation the sample corpus uses (nw-rb-..., tw-note-...)
+    ID_ABBREVIATIONS = {"decision": "adr", "runbook": "rb", "policy": "pol", "note": "note", "code": "code",
+                        "session-summary": "ss", "anti-pattern": "ap"}
+
+    def add_fragment(self, *, title: str, body: str, scope: Scope | str, kind: str = "note",
+                     actor: str | Principal | None = None, owner: str | None = None, tags: list[str] | None = None,
+                     fragment_id: str | None = None, reason: str | None = None,
+                     allow_secret: bool = False) -> "Fragment":
+        """Create a fragment (any kind but anti-pattern, which has ``add_antipattern``) from a title
+        and a markdown body, owned by ``owner`` (default: the actor). Without ``fragment_id``, the id
+        follows the org's convention (``nw-note-<slug of title>``, see curate/ids.py), never taken."""
+        from ..curate.ids import new_id
+        from ..ingest.files import ParsedFragment, check_fragment_id, content_from_data
+        from ..ingest.importer import check_semantics, guard_secrets
+        from ..models import KINDS
+        from ..schemas import validate
+
+        who = self.principal(actor)
+        if kind not in KINDS or kind == "anti-pattern":
+            valid = ", ".join(k for k in KINDS if k != "anti-pattern")
+            raise UserError(f"unknown kind {kind!r} for a new fragment (valid: {valid}; anti-patterns have their "
+                            "own form)", param="kind")
+        if not isinstance(title, str) or not title.strip():
+            raise UserError("a new fragment needs a title", param="title")
+        if not isinstance(body, str) or not body.strip():
+            raise UserError("a new fragment needs a body", param="body")
+        where = Scope.coerce(scope)
+        fid = fragment_id
+        if not fid:
+            rows = self.store.summaries()  # (id, kind, title, owner, org, ...): light rows, no bodies
+            fid = new_id(title, org=where.org, org_ids=[(r[0], r[1]) for r in rows if r[4] == where.org],
+                         taken={r[0] for r in rows}, kind=kind, abbreviation=self.ID_ABBREVIATIONS[kind])
+        check_fragment_id(fid, file="<new fragment>")
+        existing = self.store.get(fid)
+        if existing is not None:
+            if not policy.sees(who, existing):
+                raise UserError(policy.taken_message(fid), param="fragment_id")
+            raise UserError(f"a fragment with id {fid!r} already exists: choose another id", param="fragment_id")
+        data = {"id": fid, "kind": kind, "title": title.strip(),
+                "scope": {k: v for k, v in where.to_dict().items() if v}, "owner": owner or who.name}
+        if tags:
+            data["tags"] = list(tags)
+        validate("fragment", data, file="<new fragment>")
+        content = content_from_data(data, body, file="<new fragment>")
+        check_semantics(ParsedFragment(fid, content, None, None, None, "<new fragment>"), self.config)
+        overrides: list[dict[str, str]] = []
+        guard_secrets(content, file="<new fragment>", allow=allow_secret, overrides=overrides)
+        return self.fragments.write(fid, content, actor=who, reason=reason or "new fragment", overrides=overrides)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Callable
 
+from ..config import GOLDEN_NAME, WorkspaceConfig
 from ..retrieval.pipeline import Settings
 from ..store.store import utcnow
 from .search import Retrieval
@@ -18,20 +21,42 @@ class Evaluation(Feature):
         super().__init__(ws)
         self.retrieval = retrieval
 
+    def golden_path(self, golden: str | Path | None = None) -> Path | None:
+        """The golden set to use: ``golden`` as given, else ``golden`` of workbench.yaml (relative to the
+        workspace folder), else the workspace's golden.yaml when there is one, else None."""
+        if golden:
+            return Path(golden).expanduser()
+        if self.config.golden:
+            return self.root / Path(self.config.golden).expanduser()
+        default = self.root / GOLDEN_NAME
+        return default if default.is_file() else None
+
     def eval_golden(self, path: str, *, pipelines: list[str] | None = None, compare: tuple[str, str] | None = None,
                     now: datetime | None = None) -> dict[str, Any]:
+        queries, out = self.run_golden(path, _pipelines(pipelines, compare), now=now)
+        return _finish(out, compare, {q.get("id", str(i)): q["query"] for i, q in enumerate(queries)})
+
+    def run_golden(self, path: str | Path, pipelines: list[str], *, now: datetime | None = None
+                   ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """Load the golden set at ``path`` and rank each query as its principal with each pipeline:
+        (the queries, ``{"metrics": per pipeline, "rankings": pipeline → query id → ranked ids}``)."""
         from ..retrieval import evaluate
 
         queries = evaluate.load_golden(path)
+        return queries, self.rank_golden(queries, pipelines, now=now)
+
+    def rank_golden(self, queries: list[dict[str, Any]], pipelines: list[str], *, now: datetime | None = None
+                    ) -> dict[str, Any]:
+        """``run_golden`` for golden queries already loaded (``retrieval.evaluate.load_golden``)."""
+        from ..retrieval import evaluate
+
         for q in queries:
             self.principal(q["principal"])
-        names = _pipelines(pipelines, compare)
         now = now or utcnow()
         index = self.retrieval.search_index()
         # Pins are a curation overlay that always comes first; evaluation measures ranking alone.
-        out = evaluate.run_golden(index, queries, self.principal, self.retrieval.settings(), names, now,
-                                  floor=self.retrieval.confidence_floor())
-        return _finish(out, compare, {q.get("id", str(i)): q["query"] for i, q in enumerate(queries)})
+        return evaluate.run_golden(index, queries, self.principal, self.retrieval.settings(), pipelines, now,
+                                   floor=self.retrieval.confidence_floor())
 
     @staticmethod
     def eval_beir(folder: str, *, split: str = "test", pipelines: list[str] | None = None,
@@ -63,6 +88,44 @@ class Evaluation(Feature):
         finally:
             store.close()
         return _finish(out, compare, queries)
+
+
+def golden_to_copy(config: Path, loaded: WorkspaceConfig) -> Path | None:
+    """The golden file that a workbench.yaml about to be copied names (relative to its folder), or None
+    when it names none or no such file is there (a config copied alone: the workspace then has no golden
+    set until one is put where its ``golden:`` points, and ``check`` says so)."""
+    if not loaded.golden:
+        return None
+    source = config.parent / Path(loaded.golden).expanduser()
+    return source if source.is_file() else None
+
+
+def copy_golden(source: Path, root: Path, config: Path) -> None:
+    """Copy the golden set into the workspace as golden.yaml and make the copied ``config`` name it so:
+    only its ``golden:`` line changes (comments and everything else stay as written), unless the value
+    spans lines, when the config is written anew."""
+    import re
+
+    from .. import safeyaml
+    from ..errors import WorkbenchError
+
+    if source.resolve() != (root / GOLDEN_NAME).resolve():
+        shutil.copyfile(source, root / GOLDEN_NAME)
+    if WorkspaceConfig.load(config).golden == GOLDEN_NAME:
+        return
+    text = config.read_text(encoding="utf-8")
+    config.write_text(re.sub(r"^golden[ \t]*:.*$", f"golden: {GOLDEN_NAME}", text, count=1, flags=re.MULTILINE),
+                      encoding="utf-8")
+    try:
+        if WorkspaceConfig.load(config).golden == GOLDEN_NAME:
+            return
+    except WorkbenchError:
+        pass
+    import yaml
+
+    data = safeyaml.load(text, file=str(config))
+    data["golden"] = GOLDEN_NAME
+    config.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
 
 
 def _pipelines(pipelines: list[str] | None, compare: tuple[str, str] | None) -> list[str]:

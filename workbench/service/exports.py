@@ -49,12 +49,14 @@ class Exports(Feature):
         return planned(self._export_selection(scope, principal, allow_secret))
 
     def _export_selection(self, scope, principal, allow_secret: bool = False) -> list[Fragment]:
-        """What an export may contain: only what the (explicit or default) principal may see."""
+        """What an export may contain: only what the (explicit or default) principal may see, active
+        or archived (a proposal is not knowledge yet: never exported)."""
         within = Scope.coerce(scope)
         who = self.principal(principal)
         withheld = set() if allow_secret else self.store.secret_flagged()
-        return [f for f in self.store.fragments() if (within is None or within.contains(f.scope))
-                and policy.may(who, "export", f) and f.id not in withheld]
+        return [f for f in self.store.fragments() if f.status in ("active", "archived")
+                and (within is None or within.contains(f.scope)) and policy.may(who, "export", f)
+                and f.id not in withheld]
 
     # -- curated sets -------------------------------------------------------------------
 

@@ -7,10 +7,15 @@ the service's features, each in its own module and each told in its constructor 
     ingestion   Ingestion   fragment files and git repositories
     retrieval   Retrieval   search, context, fetch, traces
     evaluation  Evaluation  golden set and BEIR
+    checks      Checks      knowledge CI: the golden set against its baseline
+    impact      Impact      edit impact: the golden queries an edit would change
     curation    Curation    pins, graph, dedupe, merge, anti-patterns
     staleness   Staleness   stale, nudge, verify, snooze
+    usage_feature  Usage    usage: what agents received, from traces; fragments never served
+    gaps_feature   Gaps     gaps: questions agents asked that got nothing useful, grouped
     exports     Exports     fragment files, sets, bundles, agent context files
     tokens      Tokens      API tokens: create, list, revoke, authenticate
+    proposing   Proposals   agent proposals: propose, the review queue, accept, reject
 
 Every public method below is one of theirs, named in the table at the end of the class. The
 facade never renders output and never parses command lines; rules are decided in the features
@@ -29,14 +34,19 @@ from ..models import Principal
 from ..retrieval.embedder import Embedder
 from ..retrieval.manager import IndexManager
 from ..store import Store
+from .check import Checks
 from .curation import Curation
-from .evaluation import Evaluation
+from .evaluation import Evaluation, copy_golden, golden_to_copy
 from .exports import Exports
 from .fragments import Fragments
+from .gaps import Gaps
+from .impact import Impact
 from .ingest import Ingestion
 from .search import Retrieval
 from .staleness import Staleness
+from .proposals import Proposals
 from .tokens import Tokens
+from .usage import Usage
 from .workspace import Workspace
 
 
@@ -59,9 +69,14 @@ class Workbench:
         self.fragments = Fragments(self.ws)
         self.retrieval = Retrieval(self.ws, self.fragments)
         self.evaluation = Evaluation(self.ws, self.retrieval)
+        self.checks = Checks(self.ws, self.evaluation)
+        self.impact = Impact(self.ws, self.fragments, self.retrieval, self.evaluation)
         self.curation = Curation(self.ws, self.fragments, self.retrieval)
         self.ingestion = Ingestion(self.ws, self.curation)
-        self.staleness = Staleness(self.ws, self.fragments)
+        self.usage_feature = Usage(self.ws)
+        self.gaps_feature = Gaps(self.ws, self.retrieval)
+        self.proposing = Proposals(self.ws, self.fragments)
+        self.staleness = Staleness(self.ws, self.fragments, self.usage_feature, self.gaps_feature, self.proposing)
         self.exports = Exports(self.ws, self.fragments, self.retrieval)
         self.tokens = Tokens(self.ws)
 
@@ -98,9 +113,12 @@ class Workbench:
             raise UserError(f"{target} already exists (use --force to replace it)")
         if config is not None:
             source = Path(config)
-            WorkspaceConfig.load(source)  # validate before copying anything
+            loaded = WorkspaceConfig.load(source)  # validate before copying anything
+            golden = golden_to_copy(source, loaded)
             root.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
+            if golden is not None:
+                copy_golden(golden, root, target)
         elif not target.exists():
             root.mkdir(parents=True, exist_ok=True)
             target.write_text(DEFAULT_CONFIG, encoding="utf-8")
@@ -201,7 +219,11 @@ class Workbench:
     health = _via("retrieval", Retrieval.health)
 
     eval_golden = _via("evaluation", Evaluation.eval_golden)
+    golden_path = _via("evaluation", Evaluation.golden_path)
     eval_beir = staticmethod(Evaluation.eval_beir)
+    check = _via("checks", Checks.check)
+    edit_impact = _via("impact", Impact.edit_impact)
+    edit_with_impact = _via("impact", Impact.edit_with_impact)
 
     pin = _via("curation", Curation.pin)
     unpin = _via("curation", Curation.unpin)
@@ -211,11 +233,16 @@ class Workbench:
     dedupe = _via("curation", Curation.dedupe)
     merge = _via("curation", Curation.merge)
     add_antipattern = _via("curation", Curation.add_antipattern)
+    add_fragment = _via("curation", Curation.add_fragment)
 
     stale = _via("staleness", Staleness.stale)
     nudge = _via("staleness", Staleness.nudge)
     verify = _via("staleness", Staleness.verify)
     snooze = _via("staleness", Staleness.snooze)
+
+    usage = _via("usage_feature", Usage.usage)
+    fragment_usage = _via("usage_feature", Usage.fragment_usage)
+    gaps = _via("gaps_feature", Gaps.gaps)
 
     export_files = _via("exports", Exports.export_files)
     preview_files = _via("exports", Exports.preview_files)
@@ -233,3 +260,8 @@ class Workbench:
     token_list = _via("tokens", Tokens.token_list)
     token_revoke = _via("tokens", Tokens.token_revoke)
     authenticate = _via("tokens", Tokens.authenticate)
+
+    propose = _via("proposing", Proposals.propose)
+    proposals = _via("proposing", Proposals.proposals)
+    accept = _via("proposing", Proposals.accept)
+    reject = _via("proposing", Proposals.reject)

@@ -10,7 +10,7 @@ from .. import policy
 from ..errors import Conflict, NotFound, UserError, ValidationError
 from ..ingest.files import normalise_body, parse_fragment, render_fragment
 from ..ingest.importer import check_semantics, guard_secrets
-from ..models import Content, Fragment, Principal, Scope, Version
+from ..models import PROPOSAL_STATUSES, Content, Fragment, Principal, Scope, Version
 from ..store.store import utcnow
 from .workspace import Feature
 
@@ -27,8 +27,9 @@ class Fragments(Feature):
     def list(self, *, principal: str | Principal | None = None, owner: str | None = None,
              kind: str | None = None, scope: Scope | str | None = None,
              include_archived: bool = False, servable: bool = False) -> list[Fragment]:
-        """Fragments the principal may see, filtered. ``scope`` keeps those within it; ``servable``
-        leaves out what is never served to agents (stored with a secret-guard override)."""
+        """Fragments the principal may see, filtered: active ones (and archived ones with
+        ``include_archived``; proposals are listed by ``proposals``). ``scope`` keeps those within
+        it; ``servable`` leaves out what is never served to agents (stored with a secret-guard override)."""
         who = self.principal(principal)
         if owner is not None and owner not in self.config.principals:
             raise NotFound(f"unknown owner {owner!r} (known: {', '.join(sorted(self.config.principals))})")
@@ -40,7 +41,8 @@ class Fragments(Feature):
         rows = self.store.fragments(owner=owner, kind=kind, within=within,
                                     status=None if include_archived else "active")
         withheld = self.store.secret_flagged() if servable else set()
-        return [f for f in rows if policy.sees(who, f) and f.id not in withheld]
+        return [f for f in rows
+                if f.status not in PROPOSAL_STATUSES and policy.sees(who, f) and f.id not in withheld]
 
     def browse(self, *, principal: str | Principal | None = None, owner: str | None = None,
                kind: str | None = None, scope: Scope | str | None = None, stale_only: bool = False,
@@ -135,10 +137,34 @@ class Fragments(Feature):
             raise UserError("a reason is required for every change", param="reason")
         if base is not None and (isinstance(base, bool) or not isinstance(base, int)):
             raise UserError(f"the base must be a version number, not {base!r}", param="base")
+        content, overrides = self._edited(current, text, file=file, allow_secret=allow_secret)
+        return self.write(fragment_id, content, actor=who, reason=reason, base=base, overrides=overrides)
+
+    def preview(self, fragment_id: str, text: str, *, actor: str | Principal | None = None, file: str = "<edit>",
+                allow_secret: bool = False, base: int | None = None) -> tuple[Principal, Fragment, Content]:
+        """(the actor, the fragment now, the content) that ``edit`` would save from ``text``, checked as
+        ``edit`` checks it (visibility, the base version, validation, the secret guard, the actor's right
+        to write it, a real change), without writing anything or asking for a reason."""
+        who = self.principal(actor)
+        current = self.get(fragment_id, principal=who)
+        if base is not None:
+            if isinstance(base, bool) or not isinstance(base, int):
+                raise UserError(f"the base must be a version number, not {base!r}", param="base")
+            self.check_base(fragment_id, current, base)
+        content, _ = self._edited(current, text, file=file, allow_secret=allow_secret)
+        policy.require_write(who, current, content, principals=self.config.principals)
+        if content.content_hash() == current.content_hash:
+            raise UserError(f"no change: {fragment_id} already has this content (v{current.version})")
+        return who, current, content
+
+    def _edited(self, current: Fragment, text: str, *, file: str, allow_secret: bool
+                ) -> tuple[Content, list[dict[str, str]]]:
+        """The content an edit's ``text`` (a body, or a whole fragment file) makes of ``current``, and
+        the secret guard's overrides (raises on invalid text, or a credential not allowed)."""
         if text.lstrip("\ufeff").startswith("---"):
-            parsed = parse_fragment(text, file=file, default_id=fragment_id)
-            if parsed.id != fragment_id:
-                raise ValidationError(f"id {parsed.id!r} does not match {fragment_id!r}", file=file, field="id")
+            parsed = parse_fragment(text, file=file, default_id=current.id)
+            if parsed.id != current.id:
+                raise ValidationError(f"id {parsed.id!r} does not match {current.id!r}", file=file, field="id")
             check_semantics(parsed, self.config)
             content = parsed.content
         else:
@@ -148,7 +174,7 @@ class Fragments(Feature):
             content = replace(current.content, body=body)
         overrides: list[dict[str, str]] = []
         guard_secrets(content, file=file, allow=allow_secret, overrides=overrides)
-        return self.write(fragment_id, content, actor=who, reason=reason, base=base, overrides=overrides)
+        return content, overrides
 
     def revert(self, fragment_id: str, to: int, *, actor: str | Principal | None = None,
                reason: str | None = None, base: int | None = None) -> Fragment:

@@ -180,12 +180,13 @@ class Retrieval(Feature):
                            count=self.ws.index.tokens.count, count_many=self.ws.index.tokens.count_many)
         served = ([_served(i.hit, "fragments", i.text, i.tokens) for i in composed.fragments]
                   + [_served(i.hit, "avoid", i.text, i.tokens) for i in composed.avoid])
+        abstained = composed.note == NO_KNOWLEDGE   # the gap report reads it from the trace
         trace_id = self._trace("context", query, who, within, settings, served, now,
                                extra={"budget_tokens": budget, "used_tokens": composed.used,
-                                      "omitted": composed.omitted, "min_confidence": floor})
+                                      "omitted": composed.omitted, "min_confidence": floor, "abstained": abstained})
         note = composed.note if trace_id else "; ".join(filter(None, [composed.note, TRACE_NOT_STORED]))
         return ContextResult(trace_id, query, budget, composed.used, composed.fragments, composed.avoid,
-                             composed.omitted, note, min_confidence=floor, abstained=composed.note == NO_KNOWLEDGE)
+                             composed.omitted, note, min_confidence=floor, abstained=abstained)
 
     def confidence_floor(self, min_confidence: float | None = None) -> float:
         """The confidence floor a ``context`` call applies: ``min_confidence`` when given, else

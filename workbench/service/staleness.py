@@ -1,34 +1,37 @@
-"""Staleness: stale, nudge, verify, snooze."""
+"""Staleness: stale, nudge, verify, snooze.
+
+The nudge digest goes to every principal with something to answer: owners of stale fragments,
+and scope leads with questions agents asked in their scopes that got nothing useful (the gap
+report, ``Gaps.for_leads``). Its sections after the stale fragments come from ``_sections``: one
+call per section, each answering recipient → markdown lines ("Questions we could not answer"),
+then "Proposals to review" for every reviewer with proposals awaiting it (``Proposals.queues``).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import policy
 from ..curate.drift import find_drift
+from ..curate.gaps import digest_section as gaps_section
+from ..curate.proposals import digest_section as proposals_section
 from ..curate.staleness import StaleItem, digest, find_stale
-from ..errors import UserError
 from ..models import Principal
 from ..store.store import utcnow
+from .days import MAX_DAYS, check_days  # noqa: F401 - MAX_DAYS: the TUI's day fields use it from here
 from .fragments import Fragments
 from .workspace import Feature, Workspace
 
+if TYPE_CHECKING:
+    from .gaps import Gaps
+    from .proposals import Proposals
+    from .usage import Usage
+
 NUDGE_COOLDOWN_DAYS = 14
-MAX_DAYS = 36_500  # a hundred years: anything larger is a typo, and overflows date arithmetic
-
-
-def check_days(value, param: str = "days", *, allow_zero: bool = False) -> int:
-    """A day count from a user: a whole number in range, or a clear error (never an overflow)."""
-    what = "the cooldown" if param == "cooldown_days" else "the number of days"
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise UserError(f"{what} must be a whole number of days, not {value!r}", param=param)
-    low = 0 if allow_zero else 1
-    if not low <= value <= MAX_DAYS:
-        raise UserError(f"{what} must be between {low} and {MAX_DAYS} days (got {value})", param=param)
-    return value
+GAP_DAYS = 30   # the nudge digest's unanswered questions: those of the last month
 
 
 @dataclass
@@ -36,23 +39,32 @@ class NudgeReport:
     nudged: dict[str, list[str]] = field(default_factory=dict)   # owner → fragment ids nudged now
     skipped: int = 0                                               # still cooling down
     digests: list[str] = field(default_factory=list)
+    gaps: dict[str, int] = field(default_factory=dict)             # lead → unanswered questions in its digest
+    proposals: dict[str, list[str]] = field(default_factory=dict)  # reviewer → proposal ids in its digest
 
     def to_dict(self) -> dict[str, Any]:
         return {"nudged": self.nudged, "nudges": sum(len(v) for v in self.nudged.values()),
-                "owners": len(self.nudged), "skipped_cooldown": self.skipped, "digests": self.digests}
+                "owners": len(self.nudged), "skipped_cooldown": self.skipped, "digests": self.digests,
+                "gaps": self.gaps, "proposals": self.proposals}
 
 
 class Staleness(Feature):
     """Fragments nobody edited or verified for months, nudges to their owners, verify and snooze."""
 
-    def __init__(self, ws: Workspace, fragments: Fragments):
+    def __init__(self, ws: Workspace, fragments: Fragments, usage: "Usage", gaps: "Gaps",
+                 proposals: "Proposals | None" = None):
         super().__init__(ws)
+        self.proposals = proposals
         self.fragments = fragments
+        self.usage = usage
+        self.gaps = gaps
 
     def stale(self, *, days: int = 180, now: datetime | None = None,
               principal: str | Principal | None = None) -> list[StaleItem]:
         """Fragments ``principal`` can see that were not edited or verified for ``days`` (or whose code
-        drifted), most used first. Citations count only links from fragments the principal can see."""
+        drifted), most used first. Use is the calls that served each in the last ``days`` (counted as
+        ``usage`` counts them, naming the principals ``principal`` may name); citations count only
+        links from fragments the principal can see."""
         check_days(days)
         who = self.principal(principal)
         now = now or utcnow()
@@ -64,18 +76,25 @@ class Staleness(Feature):
                 if target in ids and target != f.id:
                     in_degree[target] = in_degree.get(target, 0) + 1
         return find_stale(fragments, now=now, days=days,
-                          traces=self.store.trace_counts(now - timedelta(days=days)),
+                          served=self.usage.served(now - timedelta(days=days), now, who),
                           in_degree=in_degree, snoozed=self.store.snoozes(),
                           drift=find_drift(fragments, self.store.git_repos()))
 
     def nudge(self, *, days: int = 180, cooldown_days: int = NUDGE_COOLDOWN_DAYS,
-              now: datetime | None = None, principal: str | Principal | None = None) -> NudgeReport:
+              now: datetime | None = None, principal: str | Principal | None = None,
+              gap_days: int = GAP_DAYS) -> NudgeReport:
         """Record one nudge per owner per stale fragment that ``principal`` can see (none again within
-        the cooldown) and write one markdown digest per nudged owner into the workspace outbox.
-        Safe under cron: run it once per org as that org's lead."""
+        the cooldown) and write one markdown digest per recipient into the workspace outbox: owners of
+        stale fragments, and scope leads whose scopes had questions in the last ``gap_days`` that got
+        nothing useful ("Questions we could not answer": the calls both ``principal`` and the lead may
+        read; a group is told again only when it was asked again since the lead's last digest), and
+        reviewers of proposals ``principal`` sees ("Proposals to review": one is named again after the
+        cooldown, or once it changed). Safe under cron: run it once per org as that org's lead."""
         check_days(cooldown_days, "cooldown_days", allow_zero=True)
+        check_days(gap_days, "gap_days")
         now = now or utcnow()
-        items = self.stale(days=days, now=now, principal=principal)
+        who = self.principal(principal)
+        items = self.stale(days=days, now=now, principal=who)
         last = self.store.last_nudges()
         report = NudgeReport()
         due: dict[str, list[StaleItem]] = {}
@@ -86,25 +105,81 @@ class Staleness(Feature):
                 report.skipped += 1
                 continue
             due.setdefault(owner, []).append(item)
-        if not due:
+        gaps = self._new_gaps(who, now, gap_days)
+        to_review = self._new_proposals(who, now, cooldown_days)
+        sections = [*self._sections(gaps, gap_days),
+                    {name: proposals_section(items, name) for name, items in to_review.items()}]
+        recipients = sorted(set(due).union(*sections))
+        if not recipients:
             return report
         outbox = Path(self.root) / "outbox" / now.strftime("%Y-%m-%d")
         outbox.mkdir(parents=True, exist_ok=True)
         with self.store.transaction():
             self.store.add_nudges([(i.fragment.id, owner, now, "; ".join(i.reasons))
                                    for owner, owned in due.items() for i in owned])
-            for owner, owned in sorted(due.items()):
-                path = outbox / f"{owner}.md"
+            for name in recipients:
+                path = outbox / f"{name}.md"
                 tmp = path.with_suffix(".md.tmp")
-                text = digest(owner, owned, now=now, workspace=self.config.name)
+                text = digest(name, due.get(name, []), now=now, workspace=self.config.name,
+                              sections=[section[name] for section in sections if name in section])
                 if path.exists():  # another lead's run today (another org): keep theirs, add ours
                     text = path.read_text(encoding="utf-8").rstrip() + "\n\n---\n\n" + text
                 tmp.write_text(text, encoding="utf-8")
                 tmp.replace(path)
-                report.nudged[owner] = [i.fragment.id for i in owned]
+                if name in due:
+                    report.nudged[name] = [i.fragment.id for i in due[name]]
                 report.digests.append(str(path))
-            self.store.add_event("nudge", detail={"owners": len(due), "nudges": sum(map(len, due.values()))})
+            for lead, groups in gaps.items():
+                report.gaps[lead] = sum(g.count for g in groups)
+                self.store.add_event("nudge.gaps", actor=who.name, at=now,
+                                     detail={"lead": lead, "groups": len(groups), "questions": report.gaps[lead]})
+            for name, items in to_review.items():
+                report.proposals[name] = [f.id for f in items]
+                self.store.add_event("nudge.proposals", actor=who.name, at=now,
+                                     detail={"reviewer": name, "ids": report.proposals[name]})
+            self.store.add_event("nudge", detail={"owners": len(due), "nudges": sum(map(len, due.values())),
+                                                  "leads_with_gaps": len(gaps)})
         return report
+
+    def _sections(self, gaps: dict[str, list], gap_days: int) -> list[dict[str, list[str]]]:
+        """The digest's sections after the stale fragments, in order, each recipient → its markdown
+        lines (its ``##`` heading included). A recipient of any section gets a digest. ("Proposals
+        to review" follows them: ``nudge`` adds it from ``_new_proposals``.)"""
+        return [{lead: gaps_section(groups, days=gap_days) for lead, groups in gaps.items()}]
+
+    def _new_proposals(self, who: Principal, now: datetime, cooldown_days: int) -> dict[str, list]:
+        """Reviewer → the proposals awaiting its review that ``who`` sees (``Proposals.queues``), less
+        those its digest named within the cooldown that have not changed since."""
+        if self.proposals is None:
+            return {}
+        told: dict[tuple[str, str], datetime] = {}
+        for event in self.store.events(action="nudge.proposals"):
+            detail = event["detail"] or {}
+            for fid in detail.get("ids") or ():
+                key = (detail.get("reviewer"), fid)
+                told[key] = max(told.get(key, event["at"]), event["at"])
+        out = {}
+        for name, items in self.proposals.queues(viewer=who).items():
+            fresh = [f for f in items if (name, f.id) not in told or f.updated_at > told[(name, f.id)]
+                     or now - told[(name, f.id)] >= timedelta(days=cooldown_days)]
+            if fresh:
+                out[name] = fresh
+        return out
+
+    def _new_gaps(self, who: Principal, now: datetime, gap_days: int) -> dict[str, list]:
+        """Lead → the gap groups of the last ``gap_days`` it has not been told about: those asked
+        again since its last digest with gaps (all of them, the first time)."""
+        told: dict[str, datetime] = {}
+        for event in self.store.events(action="nudge.gaps"):
+            lead = (event["detail"] or {}).get("lead")
+            if lead and (lead not in told or event["at"] > told[lead]):
+                told[lead] = event["at"]
+        out = {}
+        for lead, groups in self.gaps.for_leads(now - timedelta(days=gap_days), now, who).items():
+            fresh = [g for g in groups if lead not in told or g.last_seen > told[lead]]
+            if fresh:
+                out[lead] = fresh
+        return out
 
     def verify(self, fragment_id: str, *, actor: str | Principal | None = None, note: str | None = None,
                now: datetime | None = None):

@@ -275,6 +275,35 @@ class RetrievalQueries:
                        [since])
         return {r[0]: r[1] for r in rows}
 
+    def trace_usage(self, since: datetime, until: datetime, *, fragment_id: str | None = None
+                    ) -> list[tuple[str, str, str | None, int, datetime]]:
+        """(fragment id, principal, trace scope, calls that served it, last served) for every
+        fragment served by a search, context or get call from ``since`` to ``until`` (inclusive),
+        one row per fragment, principal and scope; only ``fragment_id``'s rows when given. A call
+        that served a fragment twice counts once."""
+        where = " WHERE fid = ?" if fragment_id is not None else ""
+        params: list[Any] = [since, until] + ([fragment_id] if fragment_id is not None else [])
+        rows = self._q("SELECT fid, principal, scope, count(DISTINCT tid), max(created_at) FROM ("
+                       "SELECT id AS tid, principal, scope, created_at, "
+                       "unnest(json_extract_string(served, '$[*].id')) AS fid FROM traces "
+                       f"WHERE created_at >= ? AND created_at <= ?){where} "
+                       "GROUP BY fid, principal, scope ORDER BY fid, principal, scope", params)
+        return [(r[0], r[1], r[2], int(r[3]), r[4]) for r in rows]
+
+    def gap_candidates(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
+        """Search and context calls from ``since`` to ``until`` (inclusive), oldest first, without
+        the served text: per call its query, principal, scope, the ``abstained`` flag and confidence
+        floor its settings recorded (None when not recorded), and per served item (pinned, confidence)."""
+        rows = self._q("SELECT id, created_at, kind, query, principal, scope, settings->>'abstained', "
+                       "TRY_CAST(settings->>'min_confidence' AS DOUBLE), "
+                       "list_transform(from_json(served, '[\"json\"]'), "
+                       "j -> [j->'scores'->>'pinned', j->>'confidence']) "
+                       "FROM traces WHERE kind IN ('search', 'context') AND created_at >= ? AND created_at <= ? "
+                       "ORDER BY created_at, id", [since, until])
+        return [{"id": r[0], "created_at": r[1], "kind": r[2], "query": r[3], "principal": r[4], "scope": r[5],
+                 "abstained": None if r[6] is None else r[6] == "true", "min_confidence": r[7],
+                 "served": [(p == "true", None if c is None else float(c)) for p, c in r[8]]} for r in rows]
+
 
 _INSERT_TRACE = "INSERT INTO traces VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 CHECKPOINT_CHECK_S = 5  # an idle trace writer looks at the write-ahead log this often

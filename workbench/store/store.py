@@ -21,6 +21,7 @@ from .curation import CurationQueries
 from .export import ExportQueries
 from .fts import FtsQueries
 from .overrides import OverrideQueries
+from .proposals import ProposalQueries
 from .retrieval import RetrievalQueries
 from .rows import Stamp, Stored, Summary, VersionWrite, text_column
 from .tokens import TokenQueries
@@ -29,7 +30,8 @@ _FRAGMENT_COLS = ("id, version, kind, title, body, org, repo, persona, session, 
                   "supersedes, sources, details, content_hash, created_at, updated_at, verified_at")
 
 
-class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, OverrideQueries, TokenQueries):
+class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, OverrideQueries, TokenQueries,
+            ProposalQueries):
     """One open workspace database.
 
     ``read_only``: None (default) opens read-write when the file system allows it and

@@ -43,7 +43,7 @@ IDLE_RELEASE_S = 60.0   # seconds without use before the workspace is let go (or
 MODEL_DELAY_S = 3.0     # the model starts loading this long after launch, or after the first search
 SLOW_JOB_S = 0.3        # a job running longer than this shows its label in the job line
 # app-level keys that are plain characters: never fired from a text field, a button or a form screen
-LETTER_ACTIONS = {"browse", "search", "inbox", "pins", "new_antipattern", "export", "help", "quit"}
+LETTER_ACTIONS = {"browse", "search", "inbox", "pins", "new_antipattern", "export", "help", "quit", "gaps"}
 
 
 class WorkbenchApp(App):
@@ -58,6 +58,7 @@ class WorkbenchApp(App):
         Binding("i", "inbox", "Inbox", id="inbox"),
         Binding("p", "pins", "Pins", id="pins"),
         Binding("n", "new_antipattern", "Anti-pattern", id="new-antipattern", show=False),
+        Binding("g", "gaps", "Gaps", id="gaps", show=False),
         Binding("x", "export", "Export", id="export"),
         Binding("q", "quit", "Quit", id="quit"),
         Binding("ctrl+q", "quit_anywhere", "Quit (from anywhere)", id="quit-anywhere", show=False, priority=True),
@@ -361,6 +362,11 @@ class WorkbenchApp(App):
 
         self._switch(PinsScreen())
 
+    def action_gaps(self) -> None:
+        from .screens.gaps import GapsScreen
+
+        self._switch(GapsScreen())
+
     def action_new_antipattern(self) -> None:
         from .screens.antipattern import AntiPatternScreen
 
@@ -401,6 +407,8 @@ class WorkbenchApp(App):
         yield SystemCommand("Nudge inbox", "My stale fragments: verify, snooze, edit (i)", self.action_inbox)
         yield SystemCommand("Pins", "Pin fragments in the scopes I lead (p)", self.action_pins)
         yield SystemCommand("New anti-pattern", "Don't / why / instead (n)", self.action_new_antipattern)
+        yield SystemCommand("Gaps", "Questions agents asked that got nothing useful; draft answers (g)",
+                            self.action_gaps)
         yield SystemCommand("Export", "Preview and write an export (x)", self.action_export)
         yield SystemCommand("Rebuild index", "Embed new text and recompute authority", self.action_rebuild_index)
         yield SystemCommand("Ingest folder", "Import fragment files from a folder", self.action_ingest_prompt)

@@ -7,7 +7,11 @@ refuses with Conflict and the conflict dialog lets the user choose (reload the l
 text kept beside it, keep their text over the latest, or go back to editing). The user's text is
 never dropped: not on a conflict, and not on escape (which asks before discarding).
 
-Every store call (load, save, the conflict's diff) runs through ``app.submit``. It is a form
+Before a save, the golden queries the edit would change are computed (``edit_impact``, in a job):
+when some change, a dialog names each (query, the fragment's rank before → after) and asks "Save
+anyway" or "Cancel"; cancelling saves nothing and keeps the text.
+
+Every store call (load, impact, save, the conflict's diff) runs through ``app.submit``. It is a form
 (``FORM``): the app's letter keys never fire here. At 80×24 the reason and Save stay on screen.
 """
 
@@ -21,6 +25,7 @@ from textual.widgets import Button, Input, Label, Static, TextArea
 
 from ...errors import Conflict, WorkbenchError
 from .base import WbScreen
+from .confirm import SaveAnywayScreen
 
 
 def conflict_view(wb, fragment_id: str, base: int, principal):
@@ -130,7 +135,46 @@ class EditScreen(WbScreen):
             self.query_one("#errors", Static).update("A reason is required: say why this changed.")
             self.query_one("#reason", Input).focus()
             return
-        self._save(self.query_one("#editor", TextArea).text, reason, self.base)
+        self._check(self.query_one("#editor", TextArea).text, reason, self.base)
+
+    def _check(self, body: str, reason: str, base: int | None) -> None:
+        """Before saving: which golden queries the edit would change (the core's ``edit_impact``, in
+        a job). None: save. Some: the user sees them (query, rank before → after) and chooses."""
+        errors = self.query_one("#errors", Static)
+        self.saving = True
+        errors.update("checking the golden queries…")
+
+        def done(report) -> None:
+            self.saving = False
+            if not self.is_attached:
+                return
+            if not report.changed and not report.hidden_changed:
+                self._save(body, reason, base)
+                return
+            count = len(report.changed) + report.hidden_changed
+            errors.update(f"Not saved yet: this edit changes {count} golden {'query' if count == 1 else 'queries'}.")
+            if self.is_current:
+                self.app.push_screen(SaveAnywayScreen(report), answered)
+
+        def answered(save: bool | None) -> None:
+            if save:
+                self._save(body, reason, base)
+            else:
+                self.query_one("#errors", Static).update("Not saved: the golden queries stay as they are. "
+                                                         "Change the text, or ctrl+s and Save anyway.")
+                self.query_one("#editor", TextArea).focus()
+
+        def failed(e: WorkbenchError) -> None:
+            self.saving = False
+            if not self.is_attached:
+                return
+            if isinstance(e, Conflict):   # moved on since ``base``: the conflict dialog, as a save would
+                errors.update(f"Not saved: {self.fragment_id} changed since v{base}.")
+                self._conflict(e, base)
+            else:
+                errors.update(e.message)
+        self.app.submit(self.wb.edit_impact, self.fragment_id, body, actor=self.me, file="(editor)", base=base,
+                        now=self.app.now, done=done, failed=failed, label="checking the golden queries…")
 
     def _save(self, body: str, reason: str, base: int | None) -> None:
         """Save ``body`` as made from version ``base`` (in a job); a Conflict opens the dialog."""
@@ -188,7 +232,7 @@ class EditScreen(WbScreen):
         errors = self.query_one("#errors", Static)
         if choice == KEEP:
             errors.update("")
-            self._save(editor.text, self.query_one("#reason", Input).value, latest.version)
+            self._check(editor.text, self.query_one("#reason", Input).value, latest.version)
             return
         if choice == RELOAD:
             if editor.text != self.loaded:  # the user's newest own text is what is kept

@@ -20,6 +20,9 @@ from ...errors import Conflict, WorkbenchError
 from .base import WbScreen
 from ..format import LOADING, version_line
 
+USAGE_DAYS = 90   # the window of the usage line ("served N times in 90 days by K principals")
+
+
 def load_fragment(wb, fragment_id: str, principal):
     """The fragment, its history and what supersedes it: one job, so the screen fills at once."""
     fragment = wb.get(fragment_id, principal=principal)
@@ -71,6 +74,7 @@ class FragmentScreen(WbScreen):
         self.versions: list = []
         self.superseded = None
         self.node: dict | None = None
+        self.served = None          # how often agents received it in the last USAGE_DAYS (curate.usage.Served)
         self.diff_from: int | None = None
 
     def body(self) -> ComposeResult:
@@ -123,6 +127,15 @@ class FragmentScreen(WbScreen):
         self._show_detail()
         self.app.submit(graph_node, self.wb, self.fragment_id, self.me, done=self._graph_loaded,
                         key=f"fragment-graph-{id(self)}")
+        self.app.submit(self.wb.fragment_usage, self.fragment_id, days=USAGE_DAYS, principal=self.me,
+                        now=self.app.now, done=self._usage_loaded, failed=lambda _: None,
+                        key=f"fragment-usage-{id(self)}")
+
+    def _usage_loaded(self, served) -> None:
+        if not self.is_attached:
+            return
+        self.served = served
+        self._show_meta()
 
     def _graph_loaded(self, node: dict | None) -> None:
         if not self.is_attached:
@@ -141,7 +154,8 @@ class FragmentScreen(WbScreen):
             meta.append(f"\nsuperseded by {self.superseded[0]}@v{self.superseded[1]}: prefer it", "bold yellow")
         verified = f"{f.verified_at:%Y-%m-%d}" if f.verified_at else "-"
         lines = [f"scope: {f.scope}", f"owner: {f.owner}", f"updated: {f.updated_at:%Y-%m-%d}",
-                 f"verified: {verified}"]
+                 f"verified: {verified}",
+                 f"usage: {LOADING if self.served is None else self.served.describe(USAGE_DAYS)}"]
         if self.node is None:
             lines.append(f"authority and links: {LOADING}")
         else:

@@ -1,7 +1,11 @@
 """Nudge inbox: your fragments that need a look, most used first; verify, snooze or edit each.
+Under them, when there are any, the proposals awaiting your review (agents' notes, session
+summaries and anti-patterns in scopes you lead): open one, accept it (choosing scope and owner),
+edit then accept, or reject it with a reason its author reads.
 
-The table keeps ids and titles short so the reason column shows; the highlighted row's full
-id, title and reasons are in the detail line under it.
+The tables keep ids and titles short so the reason column shows; the highlighted row's full
+id, title and reasons are in the detail line under each. The letter keys act on the table that
+has focus (tab moves between them): v, z on your fragments; a, r on proposals; e and enter on both.
 """
 
 from __future__ import annotations
@@ -9,7 +13,7 @@ from __future__ import annotations
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal
+from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, DataTable, Input, Label, Static, TextArea
 
 from ...errors import WorkbenchError
@@ -38,18 +42,24 @@ class InboxScreen(WbScreen):
     InboxScreen #snooze-row Label { padding: 1 1 0 1; }
     InboxScreen #snooze-days { width: 12; }
     InboxScreen #snooze-hint { width: 1fr; padding: 1 1 0 1; }
+    InboxScreen #proposals-pane { display: none; height: 1fr; }
+    InboxScreen #proposals { height: 1fr; min-height: 4; }
+    InboxScreen #proposal-detail { height: auto; max-height: 3; }
     """
     BINDINGS = [
         Binding("enter", "open", "Open", id="inbox-open", show=False),
         Binding("v", "verify", "Verify", id="inbox-verify"),
         Binding("z", "snooze", "Snooze", id="inbox-snooze"),
         Binding("e", "edit", "Edit", id="inbox-edit"),
+        Binding("a", "accept", "Accept", id="inbox-accept"),
+        Binding("r", "reject", "Reject", id="inbox-reject"),
         Binding("escape", "back", "Back", id="inbox-back"),
     ]
 
     def __init__(self) -> None:
         super().__init__()
         self.items: list = []
+        self.proposals: list = []   # proposals awaiting this principal's review, oldest first
 
     def body(self) -> ComposeResult:
         yield Static("Nudge inbox: your fragments that need a look, most used first", classes="pane-title")
@@ -61,15 +71,23 @@ class InboxScreen(WbScreen):
             yield Input(value="30", placeholder="days", id="snooze-days", restrict=r"[0-9]*", max_length=5)
             yield Static("z hides the highlighted row for that long",
                          id="snooze-hint", classes="hint")
+        with Vertical(id="proposals-pane"):
+            yield Static("Proposals to review", classes="pane-title")
+            yield Static("", id="proposals-count", classes="hint")
+            yield DataTable(id="proposals", cursor_type="row", zebra_stripes=True)
+            yield Static("", id="proposal-detail", classes="hint", markup=False)
 
     def on_mount(self) -> None:
         self.query_one("#inbox", DataTable).add_columns("id", "title", "age", "used", "cited", "reason")
+        self.query_one("#proposals", DataTable).add_columns("id", "kind", "by", "scope", "title")
         self.query_one("#inbox", DataTable).focus()
         self.reload()
 
     def reload(self) -> None:
         self.app.submit(mine, self.wb, self.me, self.app.clock(), done=self._show, label="loading the inbox…",
                         key="inbox-load")
+        self.app.submit(self.wb.proposals, principal=self.me, to_review=True, done=self._show_proposals,
+                        label="loading proposals…", key="inbox-proposals")
 
     def _show(self, items: list) -> None:
         table = self.query_one("#inbox", DataTable)
@@ -92,6 +110,47 @@ class InboxScreen(WbScreen):
         self.query_one("#inbox-detail", Static).update(
             f"{item.fragment.id} · {item.fragment.title} · {'; '.join(item.reasons)}" if item else "")
 
+    def _show_proposals(self, proposals: list) -> None:
+        table = self.query_one("#proposals", DataTable)
+        row = table.cursor_row
+        self.proposals = proposals
+        table.clear()
+        for f in proposals:
+            table.add_row(clip(f.id, ID_WIDTH), f.kind, f.content.detail("proposed_by") or f.owner,
+                          clip(str(f.scope), TITLE_WIDTH), clip(f.title, TITLE_WIDTH))
+        pane = self.query_one("#proposals-pane")
+        pane.display = bool(proposals)
+        if proposals:
+            table.move_cursor(row=min(max(row, 0), len(proposals) - 1))
+            self.query_one("#proposals-count", Static).update(
+                f"{len(proposals)} awaiting your review · a accept · e edit, then accept · r reject · enter open")
+            if not self.items and not table.has_focus:
+                table.focus()
+        elif table.has_focus:
+            self.query_one("#inbox", DataTable).focus()
+        self._show_proposal_detail()
+        self.refresh_bindings()
+
+    @on(DataTable.RowHighlighted, "#proposals")
+    def _show_proposal_detail(self) -> None:
+        f = self._proposal()
+        self.query_one("#proposal-detail", Static).update(
+            f"{f.id} · {f.title} · proposed by {f.content.detail('proposed_by') or f.owner} in {f.scope}" if f else "")
+
+    def _on_proposals(self) -> bool:
+        """Whether the proposals table has focus (the letter keys then act on proposals)."""
+        focused = self.focused
+        return focused is not None and focused.id == "proposals"
+
+    def _proposal(self):
+        table = self.query_one("#proposals", DataTable)
+        if not self.proposals or not 0 <= table.cursor_row < len(self.proposals):
+            return None
+        return self.proposals[table.cursor_row]
+
+    def on_descendant_focus(self, _event) -> None:
+        self.refresh_bindings()  # the footer shows the keys of the table that has focus
+
     def _item(self):
         table = self.query_one("#inbox", DataTable)
         if not self.items or not 0 <= table.cursor_row < len(self.items):
@@ -99,6 +158,9 @@ class InboxScreen(WbScreen):
         return self.items[table.cursor_row]
 
     def _current(self) -> str | None:
+        if self._on_proposals():
+            proposal = self._proposal()
+            return proposal.id if proposal else None
         item = self._item()
         return item.fragment.id if item else None
 
@@ -134,11 +196,58 @@ class InboxScreen(WbScreen):
     def action_edit(self) -> None:
         from .edit import EditScreen
 
+        if self._on_proposals():  # edit, then accept: the accept dialog opens once the edit is saved
+            proposal = self._proposal()
+            if proposal:
+                self.app.push_screen(EditScreen(proposal.id, base=proposal.version),
+                                     lambda saved: self._accept(saved) if saved else None)
+            return
         fid = self._current()
         if fid:
             self.app.push_screen(EditScreen(fid))  # the inbox reloads when shown again after a save
 
+    def action_accept(self) -> None:
+        proposal = self._proposal()
+        if proposal and self._on_proposals():
+            self._accept(proposal)
+
+    def _accept(self, proposal) -> None:
+        """Ask where it goes and who owns it, then accept it as the version reviewed (``base``)."""
+        from .review import AcceptDialog
+
+        def chosen(request) -> None:
+            if request is None:
+                return
+
+            def accepted(f) -> None:
+                self.notify(f"accepted {f.id} into {f.scope}, owner {f.owner}")
+                self.reload()
+            self.app.submit(self.wb.accept, proposal.id, principal=self.me, scope=request.scope,
+                            owner=request.owner, reason=request.reason, base=proposal.version, done=accepted,
+                            failed=self._failed, label="accepting…", write=True)
+        self.app.push_screen(AcceptDialog(proposal, self.me.name), chosen)
+
+    def action_reject(self) -> None:
+        from .prompt import PromptScreen
+
+        proposal = self._proposal()
+        if not proposal or not self._on_proposals():
+            return
+
+        def answered(reason: str | None) -> None:
+            if not reason:
+                return
+
+            def rejected(f) -> None:
+                self.notify(f"rejected {f.id}: its author reads your reason")
+                self.reload()
+            self.app.submit(self.wb.reject, proposal.id, principal=self.me, reason=reason, base=proposal.version,
+                            done=rejected, failed=self._failed, label="rejecting…", write=True)
+        self.app.push_screen(PromptScreen(f"Reject {proposal.id}: why? (its author reads this)",
+                                          "the reason (required)"), answered)
+
     @on(DataTable.RowSelected, "#inbox")
+    @on(DataTable.RowSelected, "#proposals")
     def _chosen(self) -> None:
         self.action_open()
 
@@ -148,13 +257,32 @@ class InboxScreen(WbScreen):
             self.app.open_fragment(fid)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """The letter keys never fire while the snooze days field has focus."""
-        return not (action in {"verify", "snooze", "edit"} and isinstance(self.focused, (Input, TextArea, Button)))
+        """The letter keys never fire while the snooze days field has focus; v and z act on your
+        fragments, a and r on proposals (each shown only while its table has focus)."""
+        if action in {"verify", "snooze", "edit", "accept", "reject"} and \
+                isinstance(self.focused, (Input, TextArea, Button)):
+            return False
+        if action in {"verify", "snooze"}:
+            return not self._on_proposals()
+        if action in {"accept", "reject"}:
+            return self._on_proposals() and bool(self.proposals)
+        return True
 
     def commands(self):
         return [("Verify the highlighted fragment", self.action_verify),
                 ("Snooze the highlighted fragment", self.action_snooze),
-                ("Edit the highlighted fragment", self.action_edit)]
+                ("Edit the highlighted fragment", self.action_edit),
+                ("Accept the highlighted proposal", self._accept_highlighted),
+                ("Reject the highlighted proposal", self._reject_highlighted)]
+
+    def _accept_highlighted(self) -> None:
+        proposal = self._proposal()
+        if proposal:
+            self._accept(proposal)
+
+    def _reject_highlighted(self) -> None:
+        self.query_one("#proposals", DataTable).focus()
+        self.action_reject()
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -1,0 +1,118 @@
+"""Gaps: questions agents asked in the last 30 days that got nothing useful (an abstention, or only
+low-confidence fragments), near-identical ones grouped, most asked first. You see your own calls
+and, as a lead, those made in the scopes you lead. d (or enter) drafts a new fragment answering
+the highlighted group: the new-fragment form opens with the question as its title, the questions
+asked in its body and the group's scope.
+
+The table keeps the question and who asked short; the highlighted group's other phrasings,
+scopes and dates are in the detail lines under it.
+"""
+
+from __future__ import annotations
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import DataTable, Static
+
+from ...service.gaps import draft
+from .base import WbScreen
+
+DAYS = 30
+QUESTION_WIDTH, WHO_WIDTH = 40, 16
+
+
+def clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+class GapsScreen(WbScreen):
+    """Gaps: unanswered questions in your scopes; d drafts a fragment that answers one."""
+
+    DEFAULT_CSS = """
+    GapsScreen #gaps { height: 1fr; min-height: 4; }
+    GapsScreen #gaps-detail { height: auto; max-height: 4; }
+    """
+    BINDINGS = [
+        Binding("d", "draft", "Draft a fragment", id="gaps-draft"),
+        Binding("enter", "draft", "Draft", id="gaps-open", show=False),
+        Binding("escape", "back", "Back", id="gaps-back"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.report = None
+        self.groups: list = []
+
+    def body(self) -> ComposeResult:
+        yield Static(f"Gaps: questions agents asked in the last {DAYS} days that got nothing useful",
+                     classes="pane-title")
+        yield Static("loading…", id="gaps-count", classes="hint")
+        yield DataTable(id="gaps", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="gaps-detail", classes="hint", markup=False)
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.query_one("#gaps", DataTable).add_columns("n", "question", "asked by", "last")
+        self.query_one("#gaps", DataTable).focus()
+        self.reload()
+
+    def reload(self) -> None:
+        self.app.submit(self.wb.gaps, days=DAYS, principal=self.me, now=self.app.now, done=self._show,
+                        label="finding unanswered questions…", key="gaps-load")
+
+    def _show(self, report) -> None:
+        if not self.is_attached:
+            return
+        table = self.query_one("#gaps", DataTable)
+        row = table.cursor_row
+        self.report, self.groups = report, list(report.groups)
+        table.clear()
+        for g in self.groups:
+            who = ", ".join(name for name, _ in g.principals)
+            table.add_row(str(g.count), clip(g.question, QUESTION_WIDTH), clip(who, WHO_WIDTH),
+                          f"{g.last_seen:%m-%d}")
+        if self.groups:
+            table.move_cursor(row=min(max(row, 0), len(self.groups) - 1))
+        self.query_one("#gaps-count", Static).update(
+            f"{report.questions} question(s) in {len(self.groups)} group(s) · d drafts a fragment that answers one"
+            if self.groups else f"No unanswered questions in the last {DAYS} days in your scopes.")
+        self._show_detail()
+
+    def _group(self):
+        table = self.query_one("#gaps", DataTable)
+        if not self.groups or not 0 <= table.cursor_row < len(self.groups):
+            return None
+        return self.groups[table.cursor_row]
+
+    @on(DataTable.RowHighlighted, "#gaps")
+    def _show_detail(self) -> None:
+        g = self._group()
+        if g is None:
+            self.query_one("#gaps-detail", Static).update("")
+            return
+        who = ", ".join(f"{name} ({count})" for name, count in g.principals)
+        lines = [g.question, f"asked {g.count}× by {who} · in {', '.join(s for s, _ in g.scopes) or '-'} · "
+                             f"{g.first_seen:%Y-%m-%d} to {g.last_seen:%Y-%m-%d}"]
+        lines += [f"also: {example}" for example in g.examples[1:]]
+        self.query_one("#gaps-detail", Static).update("\n".join(lines))
+
+    @on(DataTable.RowSelected, "#gaps")
+    def _chosen(self) -> None:
+        self.action_draft()
+
+    def action_draft(self) -> None:
+        from .new_fragment import NewFragmentScreen
+
+        g = self._group()
+        if g is None:
+            return
+        fields = draft(g, self.me)
+        self.app.push_screen(NewFragmentScreen(**fields, heading="New fragment: answer an unanswered question",
+                                               reason=f"answers a gap: {clip(g.question, 80)}"))
+
+    def commands(self):
+        return [("Draft a fragment answering the highlighted question", self.action_draft)]
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
