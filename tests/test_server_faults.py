@@ -4,6 +4,7 @@ the middle of a write, it finishes the write (and commits every queued trace) be
 
 from __future__ import annotations
 
+import http.client
 import signal
 import threading
 import time
@@ -41,15 +42,15 @@ def test_kill_9_mid_load_keeps_every_acknowledged_write_whole(sample_workspace):
                     acknowledged.append((fid, body["version"], marker))
                 elif status != 409:
                     errors.append(f"{status} {body}")
-            except OSError:
-                return  # the server is gone
+            except (OSError, http.client.HTTPException):
+                return  # the server is gone (a reply cut off by the kill is an HTTPException)
 
     def searcher() -> None:
         while not stop.is_set():
             try:
                 running.call("POST", "/api/v1/search", {"query": "duplicate charge retry", "as": "marco.bianchi"},
                              token=owner)
-            except OSError:
+            except (OSError, http.client.HTTPException):
                 return
 
     threads = [threading.Thread(target=editor, args=(fid,)) for fid in EDITED] + \
