@@ -286,9 +286,10 @@ async def test_errors_are_notifications_not_tracebacks(wb):
     app = app_for(wb)
     async with app.run_test(size=SIZE) as pilot:
         app.open_fragment("tw-rb-oncall-paging-escalation")  # outside marco's scope
+        # the fragment screen loads off the UI thread: wait for its answer, however busy the machine
+        await until(pilot, lambda: any("unknown fragment" in n.message for n in app._notifications))
         await pilot.pause()
         assert screen_name(app) == "BrowseScreen"
-        assert any("unknown fragment" in n.message for n in app._notifications)
 
 
 async def test_the_cli_can_write_while_the_tui_is_open(wb, sample_workspace, tmp_path):
