@@ -128,3 +128,21 @@ def test_closing_a_shared_store_leaves_a_short_log(sample_workspace: Path, monke
     assert not wal.exists() or wal.stat().st_size <= 50_000
     with Workbench.open(sample_workspace) as wb:  # and nothing was lost
         assert wb.get(fid, principal="priya.raman").body.endswith("y" * 20_000)
+
+
+def test_a_shared_store_runs_duckdb_on_one_thread(sample_workspace: Path):
+    """The server's queries are small: DuckDB's own pool (a thread per core) competed with the
+    threads answering requests (benchmarks/load.py: ~10 % more CPU for the same load). A CLI
+    process keeps DuckDB's default."""
+    with Workbench.open(sample_workspace) as wb:
+        default = wb.store.con.execute("SELECT current_setting('threads')").fetchone()[0]
+        wb.share()
+        assert wb.store.con.execute("SELECT current_setting('threads')").fetchone()[0] == 1
+        other = []  # another thread's cursor answers with the same setting
+        t = threading.Thread(target=lambda: other.append(
+            wb.store.con.execute("SELECT current_setting('threads')").fetchone()[0]))
+        t.start()
+        t.join()
+        assert other == [1]
+    with Workbench.open(sample_workspace) as wb:
+        assert wb.store.con.execute("SELECT current_setting('threads')").fetchone()[0] == default

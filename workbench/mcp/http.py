@@ -21,6 +21,6 @@ def http_app(wb, caller: Callable[[], str]) -> tuple[Any, Callable[[], Any]]:
 
     server = build_server(wb, caller=caller)
     app = server.streamable_http_app(
-        streamable_http_path="/mcp",
+        streamable_http_path="/mcp", json_response=True,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
     return app, server.session_manager.run

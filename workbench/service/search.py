@@ -26,7 +26,7 @@ from ..retrieval import index as search_index
 from ..retrieval.compose import NO_KNOWLEDGE, compose
 from ..retrieval.filters import make_filters
 from ..retrieval.embedder import MODEL_NAME
-from ..retrieval.pipeline import Hit, Ranking, Settings, hits_from, rank, rerank
+from ..retrieval.pipeline import Hit, Ranking, Settings, confidences, hits_from, rank, rerank
 from ..store.store import utcnow
 from .fragments import Fragments
 from .workspace import Feature, Workspace
@@ -114,7 +114,9 @@ class Retrieval(Feature):
         hits, avoid = hits_from(index, ranking, settings, for_context=for_context, min_confidence=min_confidence,
                                 calibrate=calibrate)
         visible = index.visible(principal, within)
-        pin_hits = [_pin_hit(index, ranking, fid) for fid in pins if fid in index.pos and visible[index.pos[fid]]]
+        shown = [index.pos[fid] for fid in pins if fid in index.pos and visible[index.pos[fid]]]
+        conf = confidences(index, ranking, shown) if calibrate else dict.fromkeys(shown)  # one pass for all
+        pin_hits = [_pin_hit(index, ranking, i, conf[i], calibrate) for i in shown]
         self.ws.index.keep(index)  # a new base (first build, or a merge) is persisted for the next process
         return Retrieved(index, ranking, hits, avoid, pin_hits)
 
@@ -306,11 +308,11 @@ def _served(hit: Hit, section: str, text: str | None = None, tokens: int | None 
     return item
 
 
-def _pin_hit(index: search_index.SearchIndex, ranking: Ranking, fragment_id: str) -> Hit:
+def _pin_hit(index: search_index.SearchIndex, ranking: Ranking, i: int, confidence: float | None,
+             calibrate: bool) -> Hit:
     from ..retrieval.pipeline import _hit
 
     from dataclasses import replace
 
-    i = index.pos[fragment_id]
-    hit = _hit(index, ranking, i, 0)
+    hit = _hit(index, ranking, i, 0, confidence=confidence, calibrate=calibrate)
     return replace(hit, scores={**hit.scores, "pinned": True}, rank=0)
