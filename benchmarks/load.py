@@ -103,6 +103,12 @@ class Recorder:
                 "acknowledged_edits": len(self.acknowledged)}
 
 
+async def _nap(seconds: float, until: float) -> None:
+    """Sleep, but not past the end of the run: a client asleep at the end would stretch the
+    measured span (curators sleep up to 15 s) and understate the rate that was served."""
+    await asyncio.sleep(max(0.0, min(seconds, until - time.monotonic())))
+
+
 def _mcp_messages(response) -> list[dict]:
     if response.headers.get("content-type", "").startswith("application/json"):
         return [response.json()]
@@ -122,7 +128,7 @@ async def agent(client, url: str, token: str, mcp: bool, queries: list[str], rec
                           json={"jsonrpc": "2.0", "method": "notifications/initialized"})
     seen: list[str] = []
     n = 0
-    await asyncio.sleep(rng.expovariate(rate_each))
+    await _nap(rng.expovariate(rate_each), until)
     while time.monotonic() < until:
         op = rng.choices([o for o, _ in QUERY_MIX], [w for _, w in QUERY_MIX])[0]
         if op == "get" and not seen:
@@ -160,7 +166,7 @@ async def agent(client, url: str, token: str, mcp: bool, queries: list[str], rec
                         seen = [h["id"] for h in r.json()["hits"]][:10] or seen
         except Exception as e:  # a dropped connection is an error to count, not a crash of the benchmark
             rec.error(op, f"{type(e).__name__}: {e}")
-        await asyncio.sleep(rng.expovariate(rate_each))
+        await _nap(rng.expovariate(rate_each), until)
 
 
 async def curator(client, url: str, token: str, name: str, org: str, targets: list[str], rec: Recorder,
@@ -168,7 +174,9 @@ async def curator(client, url: str, token: str, name: str, org: str, targets: li
     headers = {"Authorization": f"Bearer {token}"}
     n = 0
     while time.monotonic() < until:
-        await asyncio.sleep(rng.uniform(0.5 * pause, 1.5 * pause))
+        await _nap(rng.uniform(0.5 * pause, 1.5 * pause), until)
+        if time.monotonic() >= until:
+            break
         fid = rng.choice(targets)
         n += 1
         try:

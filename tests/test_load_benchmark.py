@@ -1,0 +1,34 @@
+"""benchmarks/load.py, the team server's load benchmark, run small as a real subprocess (it starts
+a real ``workbench server``): it must keep working, count what it claims to count, and end when
+the run ends. A benchmark asserts nothing about speed; this test asserts only what the benchmark
+reports as correctness (errors, lost updates, a clean SIGTERM) and the span it measures over."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+def test_the_load_benchmark_runs_end_to_end_and_ends_on_time(tmp_path: Path):
+    seconds = 6
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "load.py"), "--fragments", "300",
+                           "--workspace", str(tmp_path / "ws"), "--agents", "4", "--curators", "2",
+                           "--seconds", str(seconds), "--warmup", "1", "--rate", "4", "--curator-pause", "3",
+                           "--json"], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    assert report["errors"] == 0, report["error_examples"]
+    assert report["lost_updates"] == 0 and not report["version_count_mismatches"]
+    assert report["acknowledged_edits"] >= 1
+    assert {"search", "context"} <= set(report["operations_with_warmup"])
+    # the clients stop at the end of the run: a curator asleep for up to 1.5 x its pause (or an
+    # agent for its next arrival) would stretch the span and understate the rate served
+    assert seconds <= report["seconds"] < seconds + 2
+    assert report["server_exit_on_sigterm"] == 0 and report["advert_removed"]
