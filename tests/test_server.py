@@ -164,6 +164,41 @@ def test_mcp_over_http_acts_as_the_token_principal(team):
     assert trace["principal"] == "marco.bianchi"
 
 
+async def test_the_official_sdk_client_speaks_streamable_http_to_the_server(team):
+    """The MCP SDK's own streamable-HTTP client (its transport, its session, its handshake) against
+    the server, with a bearer token: each answer is one JSON body (``json_response``), which the
+    client must take as readily as an SSE stream, and the caller is the token's principal."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    running, tokens = team
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {tokens['agent']}"}, timeout=120) as http:
+        async with Client(streamable_http_client(running.url + "/mcp", http_client=http),
+                          read_timeout_seconds=120) as client:
+            tools = {t.name for t in (await client.list_tools()).tools}
+            assert {"search", "get", "context", "propose"} <= tools
+            found = await client.call_tool("search", {"query": "customer charged twice", "k": 3})
+            assert not found.is_error and found.structured_content["hits"]
+            hidden = await client.call_tool("get", {"id": "tw-rb-oncall-paging-escalation"})  # another org's
+            missing = await client.call_tool("get", {"id": "no-such-fragment"})
+            assert hidden.is_error and missing.is_error
+            assert hidden.content[0].text.replace("tw-rb-oncall-paging-escalation", "X") == \
+                missing.content[0].text.replace("no-such-fragment", "X")
+            ctx = await client.call_tool("context", {"query": "customer charged twice on retry", "budget": 800})
+            assert not ctx.is_error and "(source: " in ctx.content[0].text
+    trace_id = found.structured_content["trace_id"]
+    assert running.call("GET", f"/api/v1/trace?id={trace_id}", token=tokens["agent"])[1]["principal"] == "agent.nw-coder"
+    status, body, got = running.call("POST", "/mcp", {
+        "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}},
+        token=tokens["agent"], headers={"Accept": "application/json, text/event-stream",
+                                        "MCP-Protocol-Version": "2025-06-18"})
+    content_type = {k.lower(): v for k, v in got.items()}["content-type"]
+    assert status == 200 and content_type.startswith("application/json") and isinstance(body, dict), \
+        "an answer is one JSON body, not an event stream"
+
+
 def test_paths_on_the_server_need_an_admin_token(team, tmp_path):
     running, tokens = team
     status, body, _ = running.call("POST", "/api/v1/export-files", {"dir": str(tmp_path / "out")},
