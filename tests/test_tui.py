@@ -190,6 +190,9 @@ async def test_antipattern_form(wb):
             screen.query_one(f"#ap-{name}").value = value
         await pilot.press("ctrl+s")
         await until(pilot, lambda: screen_name(app) == "FragmentScreen")
+        await until(pilot, lambda: app.pending == 0)
+        said = [n.message for n in app._notifications]
+    assert "created nw-ap-logging-webhook-payloads" in said, said  # what the app said it created
     created = wb.get("nw-ap-logging-webhook-payloads", principal="marco.bianchi")
     assert created.kind == "anti-pattern" and created.content.detail("evidence") == ("INC-2502",)
 
