@@ -220,11 +220,11 @@ def test_supersessions_api_is_per_principal_and_deterministic(sample_workspace, 
 def test_tui_fragment_screen_shows_the_superseded_state(sample_workspace):
     import asyncio
 
-    from workbench.tui.app import WorkbenchApp
+    from tui_support import AppUnderTest
 
     async def run():
         with Workbench.open(sample_workspace) as wb:
-            app = WorkbenchApp(wb, principal="marco.bianchi", now=NOW, load_model=False)
+            app = AppUnderTest(wb, principal="marco.bianchi", now=NOW, load_model=False)
             async with app.run_test(size=(160, 44)) as pilot:
                 app.open_fragment("nw-adr-0003-client-retry-tokens")
                 await pilot.pause()

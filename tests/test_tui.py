@@ -9,6 +9,7 @@ import pytest
 
 from workbench import Workbench
 from workbench.tui.app import WorkbenchApp
+from tui_support import AppUnderTest
 
 NOW = datetime(2026, 11, 30, 12, 0)
 SIZE = (170, 48)
@@ -21,7 +22,7 @@ def wb(sample_workspace):
 
 
 def app_for(wb, principal="marco.bianchi", **kw):
-    return WorkbenchApp(wb, principal=principal, now=NOW, load_model=False, **kw)
+    return AppUnderTest(wb, principal=principal, now=NOW, load_model=False, **kw)
 
 
 async def until(pilot, condition, timeout=60.0):

@@ -94,6 +94,7 @@ async def test_quit_with_an_unsaved_edit_asks_first(wb):
 
 async def test_quit_without_unsaved_work_is_immediate_even_while_a_job_holds_the_workspace(wb):
     app = app_for(wb)
+    app.wait_jobs_at_exit = False  # the point: the app's own exit does not wait for the job
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         release = threading.Event()
@@ -103,8 +104,10 @@ async def test_quit_without_unsaved_work_is_immediate_even_while_a_job_holds_the
         await pilot.press("q")
         await until(pilot, lambda: app.closing)
     elapsed = time.perf_counter() - t
+    assert not app.wait_for_jobs(0.05)  # the job is still inside the workspace after the app has gone
     release.set()
     assert elapsed < 1.0, elapsed
+    assert app.wait_for_jobs(30)  # and the job, once released, ends: nothing is left inside the workspace
 
 
 async def test_a_job_holding_the_workspace_never_freezes_the_ui(wb):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from contextlib import asynccontextmanager
 from datetime import datetime
 
 from workbench.tui.app import WorkbenchApp
@@ -13,8 +14,23 @@ LARGE = (120, 40)     # a roomy one
 SIZES = [SMALL, LARGE]
 
 
+class AppUnderTest(WorkbenchApp):
+    """The app, whose ``run_test`` returns only when no job of it is still inside the workspace: quit
+    does not wait for jobs in flight, and a test that reads the workspace after the app (or closes it)
+    would otherwise race the job's use of the one DuckDB connection."""
+
+    wait_jobs_at_exit = True
+
+    @asynccontextmanager
+    async def run_test(self, *args, **kwargs):
+        async with super().run_test(*args, **kwargs) as pilot:
+            yield pilot
+        if self.wait_jobs_at_exit:
+            assert await asyncio.to_thread(self.wait_for_jobs, 60), "a job still holds the workspace"
+
+
 def app_for(wb, principal="marco.bianchi", **kw) -> WorkbenchApp:
-    return WorkbenchApp(wb, principal=principal, now=NOW, load_model=False, **kw)
+    return AppUnderTest(wb, principal=principal, now=NOW, load_model=False, **kw)
 
 
 async def until(pilot, condition, timeout=60.0) -> None:

@@ -49,7 +49,7 @@ LETTER_ACTIONS = {"browse", "search", "inbox", "pins", "new_antipattern", "expor
 class WorkbenchApp(App):
     """The workbench TUI on one open workspace, acting as one principal."""
 
-    CSS_PATH = "app.tcss"
+    CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: a subclass elsewhere finds it too
     TITLE = "workbench"
     BINDINGS = [
         Binding("question_mark", "help", "Help", id="help"),
@@ -79,6 +79,7 @@ class WorkbenchApp(App):
         self.pending = 0                    # jobs submitted and not yet delivered (tests wait on 0)
         self._latest: dict[str, int] = {}   # per key, the newest job's number: older results are dropped
         self._jobs = 0
+        self._threads: set[threading.Thread] = set()  # job threads still running
         self.closing = False
         self.data_version = 0               # bumped after every write; screens reload when they see it move
         self.model_state = "not loaded" if load_model else "off"
@@ -156,18 +157,33 @@ class WorkbenchApp(App):
 
         def run() -> None:
             try:
-                outcome, value = "ok", self.call(fn, *args, **kwargs)
-            except WorkbenchError as e:
-                outcome, value = "error", e
-            except Exception as e:  # noqa: BLE001 - a bug must not kill the UI silently
-                outcome, value = "error", WorkbenchError(f"internal error: {type(e).__name__}: {e}")
-            if self.closing:
-                return
-            try:
-                self.call_from_thread(deliver, outcome, value)
-            except RuntimeError:  # the app has gone meanwhile
-                pass
-        threading.Thread(target=run, name=f"wb-job-{number}", daemon=True).start()
+                try:
+                    outcome, value = "ok", self.call(fn, *args, **kwargs)
+                except WorkbenchError as e:
+                    outcome, value = "error", e
+                except Exception as e:  # noqa: BLE001 - a bug must not kill the UI silently
+                    outcome, value = "error", WorkbenchError(f"internal error: {type(e).__name__}: {e}")
+                if self.closing:
+                    return
+                try:
+                    self.call_from_thread(deliver, outcome, value)
+                except RuntimeError:  # the app has gone meanwhile
+                    pass
+            finally:
+                self._threads.discard(threading.current_thread())
+        thread = threading.Thread(target=run, name=f"wb-job-{number}", daemon=True)
+        self._threads.add(thread)
+        thread.start()
+
+    def wait_for_jobs(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the job threads still running; whether they all ended.
+        Quitting does not wait for them (quit is immediate), so a job that was in flight can still be
+        inside the workspace after ``run()`` returns: whoever uses the workspace next in this process
+        waits here first."""
+        deadline = time.monotonic() + timeout
+        for thread in list(self._threads):
+            thread.join(max(0.0, deadline - time.monotonic()))
+        return not any(thread.is_alive() for thread in list(self._threads))
 
     def changed(self) -> None:
         """A write happened outside ``submit(write=True)``: screens reload when next shown."""
