@@ -10,7 +10,9 @@ keeps it, see long_lived.py), and in this process, with asyncio and httpx:
   the version it read (a conflict is deliberate: it re-reads and goes on), and pinning and unpinning
   (30 %), one action every ``--curator-pause`` seconds each (10 by default: a busy person; 1 is a
   stress test of 5+ writes a second);
-- for ``--seconds`` (60).
+- for ``--seconds`` (60);
+- beside ``--busy`` (0) busy neighbours: processes spinning a pure-Python loop, as other tenants of a
+  shared machine do.
 
 It reports throughput, p50 / p95 / p99 per operation, errors (anything but a deliberate conflict),
 conflicts, and lost updates: after the run, every acknowledged edit is looked up at the version the
@@ -298,11 +300,18 @@ def run(args) -> dict[str, Any]:
         url = record["url"]
         tokens["owner"] = (ws / "server.token").read_text().strip()
         rec = Recorder()
-        cpu_before = (_cpu_s(server.pid), time.process_time())
-        seconds = asyncio.run(drive(url, tokens, args, queries, targets, rec))
-        cpu_after = (_cpu_s(server.pid), time.process_time())
+        busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL) for _ in range(args.busy)]
+        try:
+            cpu_before = (_cpu_s(server.pid), time.process_time())
+            seconds = asyncio.run(drive(url, tokens, args, queries, targets, rec))
+            cpu_after = (_cpu_s(server.pid), time.process_time())
+        finally:
+            for p in busy:
+                p.kill()
+                p.wait()
         out: dict[str, Any] = {"fragments": args.fragments, "agents": args.agents, "curators": args.curators,
-                               "curator_pause_s": args.curator_pause,
+                               "curator_pause_s": args.curator_pause, "busy_neighbours": args.busy,
                                "seconds": round(seconds, 1), "target_rate_per_s": args.rate, "built": built,
                                "server_start_s": round(start_s, 2), **rec.summary(seconds, args.warmup)}
         if None not in (cpu_before[0], cpu_after[0]):
@@ -369,7 +378,8 @@ def print_result(r: dict[str, Any]) -> None:
     print(f"errors {r['errors']}  deliberate conflicts {r['conflicts']}  acknowledged edits {r['acknowledged_edits']}  "
           f"lost updates {r['lost_updates']}  server peak RSS {r['server_peak_rss_mb']} MB  "
           f"SIGTERM exit {r['server_exit_on_sigterm']}")
-    print(f"machine: 10M-addition Python loop {r['cpu_calibration_s']} s, load average {r['load_average']}")
+    print(f"machine: 10M-addition Python loop {r['cpu_calibration_s']} s, load average {r['load_average']}, "
+          f"busy neighbours {r.get('busy_neighbours', 0)}")
     print(f"cores used: server {r.get('server_cores_used')}, load generator {r['load_generator_cores_used']} (of 2)")
     print("server side, share answered within 50 ms: " + ", ".join(
         f"{e} {v}" for e, v in r.get("server_side_share_within_50ms", {}).items()))
@@ -390,6 +400,9 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=20, help="agent requests per second in all (20)")
     parser.add_argument("--curator-pause", type=float, default=10,
                         help="mean seconds between a curator's actions (10: a busy person; 1: a stress test)")
+    parser.add_argument("--busy", type=int, default=0,
+                        help="busy neighbours: processes spinning a pure-Python loop beside the server for the run "
+                             "(0; 1 is a shared machine with one other busy tenant, 2 fills both cores)")
     parser.add_argument("--server-log", action="store_true",
                         help="keep the server's JSON access log (one line a request) in server-load.log next to "
                              "the workspace, to see when requests were slow and what ran meanwhile")

@@ -21,7 +21,7 @@ def test_the_load_benchmark_runs_end_to_end_and_ends_on_time(tmp_path: Path):
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "load.py"), "--fragments", "300",
                            "--workspace", str(tmp_path / "ws"), "--agents", "4", "--curators", "2",
                            "--seconds", str(seconds), "--warmup", "1", "--rate", "4", "--curator-pause", "3",
-                           "--json"], capture_output=True, text=True, timeout=600, cwd=ROOT)
+                           "--busy", "1", "--json"], capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout)
     assert report["errors"] == 0, report["error_examples"]
@@ -32,3 +32,18 @@ def test_the_load_benchmark_runs_end_to_end_and_ends_on_time(tmp_path: Path):
     # agent for its next arrival) would stretch the span and understate the rate served
     assert seconds <= report["seconds"] < seconds + 2
     assert report["server_exit_on_sigterm"] == 0 and report["advert_removed"]
+    # the busy neighbour ran beside the server for the run, and is gone with it
+    assert report["busy_neighbours"] == 1
+    assert not _spinning(), "a busy neighbour outlived the benchmark"
+
+
+def _spinning() -> list[int]:
+    """Processes running load.py's busy-neighbour loop."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and b"while True: pass" in (proc / "cmdline").read_bytes():
+                found.append(int(proc.name))
+        except OSError:
+            pass
+    return found
