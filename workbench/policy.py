@@ -92,6 +92,13 @@ def sees(actor: Principal, fragment: Fragment | Content) -> bool:
     return actor.can_see(content.scope, owner=content.owner)
 
 
+def sees_listed(actor: Principal, scope: Scope, owner: str, status: str) -> bool:
+    """The visibility rule for a row of a listing, decided without reading the fragment's body:
+    what ``sees`` answers for a fragment that is not a proposal. A proposal is never listed (the
+    inbox lists proposals, with ``sees``)."""
+    return status not in PROPOSAL_STATUSES and actor.can_see(scope, owner=owner)
+
+
 def proposed_by(fragment: Fragment | Content) -> str | None:
     """The author of a proposal (kept once it is accepted); None for any other fragment."""
     content = fragment.content if isinstance(fragment, Fragment) else fragment

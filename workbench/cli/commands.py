@@ -95,11 +95,14 @@ def ingest(paths, git, include, scope, owner, dry_run, principal, reason, progre
 @click.option("--kind", help="only this kind (decision, runbook, code, policy, note, session-summary, anti-pattern)")
 @scope_option("only fragments within this scope: org=ORG[,repo=R][,persona=P][,session=S]")
 @click.option("--all", "include_archived", is_flag=True, help="include archived fragments")
+@click.option("--after", metavar="ID", help="start after this id (ids are listed in order: the last one of a page)")
+@click.option("--limit", type=INT, metavar="N", help="at most N fragments (a page; default: all)")
 @as_option()
 @json_option()
-def list_(owner, kind, scope, include_archived, principal, as_json):
+def list_(owner, kind, scope, include_archived, after, limit, principal, as_json):
     with open_workbench() as wb:
-        rows = wb.list(principal=principal, owner=owner, kind=kind, scope=scope, include_archived=include_archived)
+        rows = wb.list(principal=principal, owner=owner, kind=kind, scope=scope, include_archived=include_archived,
+                       after=after, limit=limit)
     if as_json:
         emit_json([_summary(f) for f in rows])
         return

@@ -252,8 +252,7 @@ def _page(wb, who, after: str | None) -> tuple[list, bool]:
     """The next page of fragments the principal may see and an agent may be served, by id."""
     # Fragments stored with a secret-guard override are not served to agents, so they are not
     # listed either (not even their titles).
-    visible = sorted(wb.list(principal=who, servable=True), key=lambda f: f.id)
-    rest = [f for f in visible if after is None or f.id > after]
+    rest = wb.list(principal=who, servable=True, after=after, limit=PAGE_SIZE + 1)
     return rest[:PAGE_SIZE], len(rest) > PAGE_SIZE
 
 

@@ -26,10 +26,13 @@ class Fragments(Feature):
 
     def list(self, *, principal: str | Principal | None = None, owner: str | None = None,
              kind: str | None = None, scope: Scope | str | None = None,
-             include_archived: bool = False, servable: bool = False) -> list[Fragment]:
-        """Fragments the principal may see, filtered: active ones (and archived ones with
+             include_archived: bool = False, servable: bool = False, after: str | None = None,
+             limit: int | None = None) -> list[Fragment]:
+        """Fragments the principal may see, filtered, in id order: active ones (and archived ones with
         ``include_archived``; proposals are listed by ``proposals``). ``scope`` keeps those within
-        it; ``servable`` leaves out what is never served to agents (stored with a secret-guard override)."""
+        it; ``servable`` leaves out what is never served to agents (stored with a secret-guard
+        override); ``after`` starts after that id and ``limit`` stops at that many (a page).
+        Who sees what is decided on light rows first, so only the fragments returned are read whole."""
         who = self.principal(principal)
         if owner is not None and owner not in self.config.principals:
             raise NotFound(f"unknown owner {owner!r} (known: {', '.join(sorted(self.config.principals))})")
@@ -37,12 +40,32 @@ class Fragments(Feature):
             from ..models import KINDS
             if kind not in KINDS:
                 raise UserError(f"unknown kind {kind!r} (valid: {', '.join(KINDS)})")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise UserError(f"limit must be a whole number of at least 1, not {limit!r}", param="limit")
         within = Scope.coerce(scope)
-        rows = self.store.fragments(owner=owner, kind=kind, within=within,
-                                    status=None if include_archived else "active")
+        status = None if include_archived else "active"
         withheld = self.store.secret_flagged() if servable else set()
-        return [f for f in rows
-                if f.status not in PROPOSAL_STATUSES and policy.sees(who, f) and f.id not in withheld]
+        verdict: dict[tuple, bool] = {}
+        ids = []
+        for fid, org, repo, persona, session, row_owner, row_status in self.store.listing(
+                owner=owner, kind=kind, within=within, status=status):
+            if (after is not None and fid <= after) or fid in withheld:
+                continue
+            key = (org, repo, persona, session, row_owner, row_status)
+            if key not in verdict:
+                verdict[key] = policy.sees_listed(who, Scope(org, repo, persona, session), row_owner, row_status)
+            if verdict[key]:
+                ids.append(fid)
+                if limit is not None and len(ids) == limit:
+                    break
+        if not ids:
+            return []
+        # Read whole the span of ids kept (one range scan, with the same filters), then decide again
+        # on the whole fragment: a write between the two reads may have moved one out of scope.
+        kept = set(ids)
+        return [f for f in self.store.fragments(owner=owner, kind=kind, within=within, status=status,
+                                                id_from=ids[0], id_to=ids[-1])
+                if f.id in kept and f.status not in PROPOSAL_STATUSES and policy.sees(who, f)]
 
     def browse(self, *, principal: str | Principal | None = None, owner: str | None = None,
                kind: str | None = None, scope: Scope | str | None = None, stale_only: bool = False,

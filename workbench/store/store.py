@@ -259,17 +259,14 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, Overri
         return _fragment(rows[0]) if rows else None
 
     def fragments(self, *, owner: str | None = None, kind: str | None = None, within: Scope | None = None,
-                  status: str | None = None, ids: list[str] | None = None) -> list[Fragment]:
-        where, params = [], []
-        for column, value in (("owner", owner), ("kind", kind), ("status", status)):
-            if value is not None:
-                where.append(f"{column} = ?")
-                params.append(value)
-        if within is not None:
-            for level, value in within.to_dict().items():
-                if value is not None:
-                    where.append(f"{level} = ?")
-                    params.append(value)
+                  status: str | None = None, ids: list[str] | None = None, id_from: str | None = None,
+                  id_to: str | None = None) -> list[Fragment]:
+        """Fragments read whole, in id order, filtered; ``id_from`` / ``id_to``: ids in that range (both ends in)."""
+        where, params = _filters(owner, kind, within, status)
+        for bound, op in ((id_from, ">="), (id_to, "<=")):
+            if bound is not None:
+                where.append(f"id {op} ?")
+                params.append(bound)
         if ids is not None:
             ids = list(ids)
             if not ids:
@@ -280,6 +277,16 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, Overri
         if where:
             sql += " WHERE " + " AND ".join(where)
         return [_fragment(r) for r in self._q(sql + " ORDER BY id", params)]
+
+    def listing(self, *, owner: str | None = None, kind: str | None = None, within: Scope | None = None,
+                status: str | None = None) -> list[tuple]:
+        """(id, org, repo, persona, session, owner, status) in id order, filtered as ``fragments``:
+        enough to decide who may see a fragment without reading its body."""
+        where, params = _filters(owner, kind, within, status)
+        sql = "SELECT id, org, repo, persona, session, owner, status FROM fragments"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        return self._q(sql + " ORDER BY id", params)
 
     def stamps(self, *, status: str = "active") -> list[Stamp]:
         """(id, version, verified_at) in id order: enough to tell what changed since an index was built."""
@@ -457,6 +464,23 @@ def _refused_write(error: Exception) -> bool:
     text = str(error).lower()
     return ("read-only mode" in text or
             ("failed to commit" in text and ("permission denied" in text or "read-only file system" in text)))
+
+
+def _filters(owner: str | None, kind: str | None, within: Scope | None,
+             status: str | None) -> tuple[list[str], list[Any]]:
+    """WHERE clauses and their parameters for fragments of this owner, kind, status, within a scope."""
+    where: list[str] = []
+    params: list[Any] = []
+    for column, value in (("owner", owner), ("kind", kind), ("status", status)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(value)
+    if within is not None:
+        for level, value in within.to_dict().items():
+            if value is not None:
+                where.append(f"{level} = ?")
+                params.append(value)
+    return where, params
 
 
 def _fragment(row: tuple) -> Fragment:
