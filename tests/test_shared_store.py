@@ -164,3 +164,55 @@ def test_traces_are_committed_in_batches_and_every_count_includes_the_queued(sam
         assert wb.store.trace_total() == before + 10  # counted at once, not 0.5 s later
         assert sum(commits) == 10 and len(commits) <= 3, commits
         assert all(wb.store.trace(t) is not None for t in ids)
+
+
+def test_closing_stops_an_index_build_behind_at_its_next_batch(sample_workspace: Path, tmp_path: Path, monkeypatch):
+    """A server stopping right after a large ingest must not first embed all of it: the build behind
+    runs at low priority, and on a busy machine SIGTERM took over 60 s (seen in CI). Closing stops the
+    build at its next batch of embeddings; what it embedded is stored, and the next build embeds the
+    rest. Nothing is reported as a crash."""
+    from conftest import write_fragment
+
+    folder = tmp_path / "many"
+    for i in range(600):  # three batches of 256 texts to embed
+        write_fragment(folder, f"nw-bulk-{i:04d}", body=f"Bulk note {i} about invoices and ledgers, entry {i}.")
+    crashes: list = []
+    monkeypatch.setattr(threading, "excepthook", crashes.append)
+    with Workbench.open(sample_workspace) as wb:
+        wb.share()
+        wb.warm()
+        model = wb.index.embedder.name
+        stored_before = wb.store.embedding_count(model)
+        batches: list[int] = []
+        embedding, go_on = threading.Event(), threading.Event()
+        encode = wb.index.embedder.encode
+
+        def held_encode(texts):  # the first batch waits until the workspace has begun to close
+            batches.append(len(texts))
+            embedding.set()
+            go_on.wait(60)
+            return encode(texts)
+
+        monkeypatch.setattr(wb.index.embedder, "encode", held_encode)
+        report = wb.ingest([folder], actor="marco.bianchi")
+        assert len(report.added) == 600
+        assert wb.index.refresh(wait=0) is None  # the build runs behind
+        assert embedding.wait(60)
+        stopper = threading.Thread(target=wb.index.settle, kwargs={"stop": True})
+        stopper.start()
+        deadline = time.monotonic() + 60
+        while not wb.index._stopping.is_set() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        go_on.set()
+        stopper.join(120)
+        assert not stopper.is_alive()
+        assert batches == [256], "the build went on embedding after the workspace began to close"
+        assert wb.index._index.generation != wb.store.generation()  # the stopped build was not installed
+        assert wb.store.embedding_count(model) == stored_before + 256  # its one batch is kept
+        # the next build embeds the rest, and the new fragments are found
+        index = wb.index.refresh()
+        assert index.generation == wb.store.generation() and len(batches) == 3
+        hits = wb.search("Bulk note 599 about invoices and ledgers, entry 599", principal="marco.bianchi",
+                         k=5, trace=False).hits
+        assert "nw-bulk-0599" in [h.id for h in hits]
+    assert not crashes, crashes

@@ -30,6 +30,10 @@ from .index import CHUNKER_VERSION, SearchIndex, index_text
 from .lexical import Vocabulary, canonical_backend
 
 
+class BuildStopped(Exception):
+    """A build behind was stopped because the workspace is closing (never reaches a caller)."""
+
+
 class IndexManager:
     def __init__(self, store, embedder: Embedder | None = None):
         self.store = store
@@ -43,6 +47,8 @@ class IndexManager:
         self._pins: tuple[tuple[int, int], list[dict[str, Any]]] | None = None
         self._rerankers: dict[str, Any] = {}
         self._builders: list[threading.Thread] = []
+        self._stopping = threading.Event()  # set while the workspace closes: builds behind stop
+        self._local = threading.local()    # .behind: this thread builds behind (may be stopped)
 
     # -- the index of the current generation ---------------------------------------------
 
@@ -131,7 +137,11 @@ class IndexManager:
         from ..store.background import lower_priority
 
         lower_priority()
-        return self.refresh()
+        self._local.behind = True
+        try:
+            return self.refresh()
+        except BuildStopped:
+            return None  # the workspace is closing: what was embedded is stored, the rest waits
 
     def _build_behind(self) -> None:
         """Start building the current generation on its own thread, unless a build runs."""
@@ -144,12 +154,20 @@ class IndexManager:
             self._builders.append(worker)
             worker.start()
 
-    def settle(self) -> None:
+    def settle(self, *, stop: bool = False) -> None:
         """Wait for builds still running on their own threads (before the store closes: a build
-        must not outlive the connection it reads)."""
-        for worker in list(self._builders):
-            worker.join()
-        self._builders = []
+        must not outlive the connection it reads). With ``stop``, a build behind stops at its next
+        batch of embeddings instead of finishing: the index is a cache, the vectors it embedded are
+        stored, and whoever needs the rest embeds them (a server stopping after a large ingest
+        would otherwise embed it all first, at low priority, on a busy machine for minutes)."""
+        if stop:
+            self._stopping.set()
+        try:
+            for worker in list(self._builders):
+                worker.join()
+            self._builders = []
+        finally:
+            self._stopping.clear()
 
     def invalidate(self) -> None:
         """Forget everything held in memory (the next ``current()`` rebuilds from the store)."""
@@ -216,7 +234,10 @@ class IndexManager:
         return self.store.embeddings(self.embedder.name, hashes if len(hashes) < 5000 else None)
 
     def embed(self, hashes: list[str], texts: list[str]) -> np.ndarray:
-        """Vectors of texts no vector was stored for: computed, and kept in the store."""
+        """Vectors of texts no vector was stored for: computed, and kept in the store. A build
+        behind stops here, between batches, when the workspace is closing (``settle(stop=True)``)."""
+        if self._stopping.is_set() and getattr(self._local, "behind", False):
+            raise BuildStopped()
         matrix = self.embedder.encode(texts)
         self.store.put_embeddings(self.embedder.name, hashes, matrix)
         return matrix

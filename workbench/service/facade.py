@@ -134,7 +134,7 @@ class Workbench:
         return cls(root, config, Store(root / DB_NAME, lock_timeout=lock_timeout))
 
     def close(self) -> None:
-        self.ws.index.settle()
+        self.ws.index.settle(stop=True)  # an index build behind stops: a cache, not a write
         self.store.close()
 
     def release(self) -> None:
