@@ -273,9 +273,7 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, Overri
                 return []
             where.append(f"id IN ({', '.join('?' * len(ids))})")  # a key lookup (list_contains scans)
             params.extend(ids)
-        sql = f"SELECT {_FRAGMENT_COLS} FROM fragments"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
+        sql = f"SELECT {_FRAGMENT_COLS} FROM fragments" + (" WHERE " + " AND ".join(where) if where else "")
         return [_fragment(r) for r in self._q(sql + " ORDER BY id", params)]
 
     def listing(self, *, owner: str | None = None, kind: str | None = None, within: Scope | None = None,
@@ -283,10 +281,8 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, Overri
         """(id, org, repo, persona, session, owner, status) in id order, filtered as ``fragments``:
         enough to decide who may see a fragment without reading its body."""
         where, params = _filters(owner, kind, within, status)
-        sql = "SELECT id, org, repo, persona, session, owner, status FROM fragments"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        return self._q(sql + " ORDER BY id", params)
+        return self._q("SELECT id, org, repo, persona, session, owner, status FROM fragments"
+                       + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id", params)
 
     def stamps(self, *, status: str = "active") -> list[Stamp]:
         """(id, version, verified_at) in id order: enough to tell what changed since an index was built."""
