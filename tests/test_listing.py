@@ -113,3 +113,27 @@ def test_cli_list_pages_and_refuses_a_bad_limit_with_exit_2(sample_workspace, cl
     for bad in ("0", "-3", "abc"):
         done = cli("list", "--as", "marco.bianchi", "--limit", bad, workspace=sample_workspace)
         assert done.returncode == 2 and "Traceback" not in done.stderr and "limit" in done.stderr, done.stderr
+
+
+def test_list_reads_its_light_rows_in_chunks_and_the_cli_its_bodies_in_pages(sample_workspace, cli, monkeypatch):
+    """Tiny chunks and pages give the same answers as one of each (the boundaries are where a
+    cursor is off by one)."""
+    from workbench.cli import commands
+    from workbench.service import fragments
+
+    with Workbench.open(sample_workspace) as wb:
+        expected = {name: [f.id for f in wb.list(principal=name)] for name in _principals(wb)}
+    whole = {name: cli("list", "--as", name, "--json", workspace=sample_workspace).stdout for name in expected}
+    monkeypatch.setattr(fragments, "LISTING_CHUNK", 3)
+    monkeypatch.setattr(commands, "LIST_PAGE", 2)
+    with Workbench.open(sample_workspace) as wb:
+        for sparse in (0, 10**9):  # bodies read by id, or the span read whole: the same answers
+            monkeypatch.setattr(fragments, "SPARSE", sparse)
+            for name, ids in expected.items():
+                assert [f.id for f in wb.list(principal=name)] == ids, (name, sparse)
+                assert [f.id for f in wb.list(principal=name, limit=5)] == ids[:5], (name, sparse)
+    for name in expected:
+        paged = cli("list", "--as", name, "--json", workspace=sample_workspace)
+        assert paged.returncode == 0 and paged.stdout == whole[name], name
+        assert [r["id"] for r in json.loads(cli("list", "--as", name, "--limit", "3", "--json",
+                                                workspace=sample_workspace).stdout)] == expected[name][:3]

@@ -100,15 +100,24 @@ def ingest(paths, git, include, scope, owner, dry_run, principal, reason, progre
 @as_option()
 @json_option()
 def list_(owner, kind, scope, include_archived, after, limit, principal, as_json):
+    rows: list[tuple] = []  # (summary, table row): bodies are read a page at a time and let go
     with open_workbench() as wb:
-        rows = wb.list(principal=principal, owner=owner, kind=kind, scope=scope, include_archived=include_archived,
-                       after=after, limit=limit)
+        while True:
+            want = LIST_PAGE if limit is None else limit if limit < 1 else min(LIST_PAGE, limit - len(rows))
+            page = wb.list(principal=principal, owner=owner, kind=kind, scope=scope,  # a bad limit: its error
+                           include_archived=include_archived, after=after, limit=want)
+            rows += [(_summary(f), [f.id, f.kind, f.title, f.owner, str(f.scope), age(f.updated_at)]) for f in page]
+            if len(page) < want or (limit is not None and len(rows) >= limit):
+                break
+            after = page[-1].id
     if as_json:
-        emit_json([_summary(f) for f in rows])
+        emit_json([summary for summary, _ in rows])
         return
-    print(table(["id", "kind", "title", "owner", "scope", "age"],
-                ([f.id, f.kind, f.title, f.owner, str(f.scope), age(f.updated_at)] for f in rows)))
+    print(table(["id", "kind", "title", "owner", "scope", "age"], (row for _, row in rows)))
     print(f"\n{len(rows)} fragments")
+
+
+LIST_PAGE = 1000  # fragments read whole at a time by `list`
 
 
 def _summary(f) -> dict:

@@ -15,6 +15,10 @@ from ..store.store import utcnow
 from .workspace import Feature
 
 
+LISTING_CHUNK = 5000  # light rows read per query by ``list``
+SPARSE = 4            # ``list`` reads by id, not the span, when the span holds more than 4 rows per id kept
+
+
 class Fragments(Feature):
     def visible(self, fragment: Fragment | None, principal: Principal, fragment_id: str) -> Fragment:
         # Unknown and out-of-scope ids answer the same way, so ids outside scope do not leak.
@@ -46,26 +50,37 @@ class Fragments(Feature):
         status = None if include_archived else "active"
         withheld = self.store.secret_flagged() if servable else set()
         verdict: dict[tuple, bool] = {}
-        ids = []
-        for fid, org, repo, persona, session, row_owner, row_status in self.store.listing(
-                owner=owner, kind=kind, within=within, status=status):
-            if (after is not None and fid <= after) or fid in withheld:
-                continue
-            key = (org, repo, persona, session, row_owner, row_status)
-            if key not in verdict:
-                verdict[key] = policy.sees_listed(who, Scope(org, repo, persona, session), row_owner, row_status)
-            if verdict[key]:
-                ids.append(fid)
-                if limit is not None and len(ids) == limit:
-                    break
+        ids: list[str] = []
+        cursor, seen, first, last = after, 0, 0, 0  # rows scanned; positions of the first and last id kept
+        while limit is None or len(ids) < limit:  # light rows, a chunk at a time, until the page is full
+            rows = self.store.listing(owner=owner, kind=kind, within=within, status=status, after=cursor,
+                                      limit=LISTING_CHUNK)
+            for fid, org, repo, persona, session, row_owner, row_status in rows:
+                key = (org, repo, persona, session, row_owner, row_status)
+                if key not in verdict:
+                    verdict[key] = policy.sees_listed(who, Scope(org, repo, persona, session), row_owner,
+                                                      row_status)
+                seen += 1
+                if verdict[key] and fid not in withheld:
+                    first, last = (first or seen), seen
+                    ids.append(fid)
+                    if limit is not None and len(ids) == limit:
+                        break
+            if len(rows) < LISTING_CHUNK:
+                break
+            cursor = rows[-1][0]
         if not ids:
             return []
         # Read whole the span of ids kept (one range scan, with the same filters), then decide again
         # on the whole fragment: a write between the two reads may have moved one out of scope.
+        # (When the ids kept are sparse in their span, by id is cheaper than reading the span.)
         kept = set(ids)
-        return [f for f in self.store.fragments(owner=owner, kind=kind, within=within, status=status,
-                                                id_from=ids[0], id_to=ids[-1])
-                if f.id in kept and f.status not in PROPOSAL_STATUSES and policy.sees(who, f)]
+        if last - first + 1 > SPARSE * len(ids):
+            whole = [f for start in range(0, len(ids), 1000) for f in self.store.fragments(ids=ids[start:start + 1000])]
+        else:
+            whole = self.store.fragments(owner=owner, kind=kind, within=within, status=status,
+                                         id_from=ids[0], id_to=ids[-1])
+        return [f for f in whole if f.id in kept and f.status not in PROPOSAL_STATUSES and policy.sees(who, f)]
 
     def browse(self, *, principal: str | Principal | None = None, owner: str | None = None,
                kind: str | None = None, scope: Scope | str | None = None, stale_only: bool = False,

@@ -277,12 +277,12 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, Overri
         return [_fragment(r) for r in self._q(sql + " ORDER BY id", params)]
 
     def listing(self, *, owner: str | None = None, kind: str | None = None, within: Scope | None = None,
-                status: str | None = None) -> list[tuple]:
-        """(id, org, repo, persona, session, owner, status) in id order, filtered as ``fragments``:
-        enough to decide who may see a fragment without reading its body."""
-        where, params = _filters(owner, kind, within, status)
+                status: str | None = None, after: str | None = None, limit: int = 5000) -> list[tuple]:
+        """(id, org, repo, persona, session, owner, status) in id order after ``after``, at most ``limit``,
+        filtered as ``fragments``: enough to decide who may see a fragment without reading its body."""
+        where, params = _filters(owner, kind, within, status, after)
         return self._q("SELECT id, org, repo, persona, session, owner, status FROM fragments"
-                       + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id", params)
+                       + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id LIMIT ?", [*params, limit])
 
     def stamps(self, *, status: str = "active") -> list[Stamp]:
         """(id, version, verified_at) in id order: enough to tell what changed since an index was built."""
@@ -462,11 +462,12 @@ def _refused_write(error: Exception) -> bool:
             ("failed to commit" in text and ("permission denied" in text or "read-only file system" in text)))
 
 
-def _filters(owner: str | None, kind: str | None, within: Scope | None,
-             status: str | None) -> tuple[list[str], list[Any]]:
-    """WHERE clauses and their parameters for fragments of this owner, kind, status, within a scope."""
-    where: list[str] = []
-    params: list[Any] = []
+def _filters(owner: str | None, kind: str | None, within: Scope | None, status: str | None,
+             after: str | None = None) -> tuple[list[str], list[Any]]:
+    """WHERE clauses and their parameters for fragments of this owner, kind, status, within a scope
+    (and with an id after ``after``)."""
+    where: list[str] = [] if after is None else ["id > ?"]
+    params: list[Any] = [] if after is None else [after]
     for column, value in (("owner", owner), ("kind", kind), ("status", status)):
         if value is not None:
             where.append(f"{column} = ?")
