@@ -31,7 +31,9 @@ import time
 from typing import Any, Callable
 from urllib.parse import parse_qsl
 
+from . import edge
 from .auth import Caller, Gate, Refused
+from .edge import AllowList
 from .logs import Log
 from .metrics import Metrics
 
@@ -39,7 +41,7 @@ CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("workbenc
 # Who MCP requests act as when the owner or an admin names someone (the stdio relay's `--as P`).
 ACTING: contextvars.ContextVar[str | None] = contextvars.ContextVar("workbench_acting", default=None)
 AS_HEADER = b"x-workbench-as"
-OPEN = {"/healthz"}
+OPEN = {"/healthz", "/api/v1/openapi.json"}  # and /.well-known/ (``is_open``)
 MAX_BODY = 8 * 1024 * 1024
 # Threads answering requests. Python runs one thread at a time: more threads than cores only
 # time-slice the same work (every answer later) and starve the event loop. Reads (the MCP tools
@@ -75,7 +77,7 @@ class Front:
 
         caller, acting = None, None
         try:
-            if path not in OPEN:
+            if not is_open(path):
                 headers = dict(scope.get("headers") or [])
                 auth = headers.get(b"authorization")
                 try:
@@ -127,6 +129,11 @@ class Front:
         return None
 
 
+def is_open(path: str) -> bool:
+    """Routes answered without a token: they tell nothing about the workspace."""
+    return path in OPEN or path.startswith("/.well-known/")
+
+
 async def _refuse(send, e: Refused) -> None:
     body = json.dumps({"error": e.message}).encode("utf-8")
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
@@ -145,10 +152,12 @@ def _endpoint(path: str) -> str:
     return path if path in ("/healthz", "/metrics", "/api/v1") else "other"
 
 
-def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Metrics | None = None):
+def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Metrics | None = None,
+              allow: AllowList | None = None):
     """The application over the open workspace ``wb``. ``api`` runs command lines (the CLI's
     ``CommandApi``: this package does not import the command line); ``owner_token`` is the token
-    written for the user who started the server."""
+    written for the user who started the server; ``allow``: the Host and Origin values answered
+    besides loopback (``edge``)."""
     import anyio
     from starlette.applications import Starlette
     from starlette.requests import Request
@@ -197,6 +206,23 @@ def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Met
 
     async def commands(request: Request):
         return JSONResponse({"commands": api.describe()})
+
+    async def resource_metadata(request: Request):
+        found = edge.metadata(edge.base_url(request.scope), request.path_params.get("resource", "") and
+                              "/" + request.path_params["resource"])
+        if found is None:
+            return JSONResponse({"error": "no such resource on this server"}, status_code=404)
+        return JSONResponse(found, headers={"Cache-Control": "public, max-age=3600"})
+
+    async def well_known(request: Request):
+        return JSONResponse({"error": "not served here (this server issues its own bearer tokens: "
+                                      "`workbench token create`; see /.well-known/oauth-protected-resource)"},
+                            status_code=404)
+
+    async def openapi_json(request: Request):
+        from . import openapi
+
+        return JSONResponse(openapi.document(api, version=_version()))
 
     async def cli(request: Request):
         request.scope["workbench.kind"] = "cli"
@@ -281,12 +307,16 @@ def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Met
             yield
 
     routes = [Route("/healthz", healthz), Route("/metrics", metrics_text), Route("/api/v1", commands),
+              Route(edge.PRM_PATH, resource_metadata),
+              Route(edge.PRM_PATH + "/{resource:path}", resource_metadata),
+              Route("/.well-known/{rest:path}", well_known),
+              Route("/api/v1/openapi.json", openapi_json),
               Route("/api/v1/cli", cli, methods=["POST"]),
               Route("/api/v1/rpc/{method}", rpc_call, methods=["POST"]),
               Route("/api/v1/{path:path}", command, methods=["GET", "POST"]),
               Mount("/", app=mcp_app)]
     app = Starlette(routes=routes, lifespan=lifespan)
-    return Front(app, gate, metrics, log), gate
+    return edge.Edge(Front(app, gate, metrics, log), allow or edge.AllowList(), log), gate
 
 
 def _verdict(ran) -> Any:
@@ -352,6 +382,12 @@ async def _json_body(request) -> Any:
 def _command_name(argv: list[str]) -> str:
     words = [a for a in argv[:2] if not a.startswith("-")]
     return " ".join(words[:2]) if words[:1] in (["set"], ["token"], ["antipattern"]) else (words[0] if words else "")
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
 
 
 def _gauges(wb) -> dict[str, float]:
