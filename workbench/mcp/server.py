@@ -283,6 +283,10 @@ def _decode_cursor(cursor: str | None, error, code: int) -> str | None:
 def run(workspace: str | None, principal: str) -> None:
     from ..service import Workbench
 
+    import anyio
+
+    from .stdio import serve
+
     with Workbench.open(workspace) as wb:
         server = build_server(wb, principal)
-        server.run()  # stdio
+        anyio.run(serve, server)  # stdio, answering the calls in flight when stdin closes

@@ -42,6 +42,9 @@ CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("workbenc
 ACTING: contextvars.ContextVar[str | None] = contextvars.ContextVar("workbench_acting", default=None)
 AS_HEADER = b"x-workbench-as"
 OPEN = {"/healthz", "/api/v1/openapi.json"}  # and /.well-known/ (``is_open``)
+# Where OAuth clients look for an authorization server (dynamic registration, authorize, token):
+# answered 404, without a token, with what to do instead (this server issues its own tokens).
+NO_OAUTH = ("/register", "/authorize", "/token")
 MAX_BODY = 8 * 1024 * 1024
 # Threads answering requests. Python runs one thread at a time: more threads than cores only
 # time-slice the same work (every answer later) and starve the event loop. Reads (the MCP tools
@@ -131,7 +134,7 @@ class Front:
 
 def is_open(path: str) -> bool:
     """Routes answered without a token: they tell nothing about the workspace."""
-    return path in OPEN or path.startswith("/.well-known/")
+    return path in OPEN or path in NO_OAUTH or path.startswith("/.well-known/")
 
 
 async def _refuse(send, e: Refused) -> None:
@@ -214,10 +217,10 @@ def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Met
             return JSONResponse({"error": "no such resource on this server"}, status_code=404)
         return JSONResponse(found, headers={"Cache-Control": "public, max-age=3600"})
 
-    async def well_known(request: Request):
-        return JSONResponse({"error": "not served here (this server issues its own bearer tokens: "
-                                      "`workbench token create`; see /.well-known/oauth-protected-resource)"},
-                            status_code=404)
+    async def no_oauth(request: Request):
+        return JSONResponse({"error": f"{request.url.path} is not served: this server has no OAuth authorization "
+                                      "server; send `Authorization: Bearer TOKEN` with a token from `workbench "
+                                      "token create` (see /.well-known/oauth-protected-resource)"}, status_code=404)
 
     async def openapi_json(request: Request):
         from . import openapi
@@ -309,7 +312,8 @@ def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Met
     routes = [Route("/healthz", healthz), Route("/metrics", metrics_text), Route("/api/v1", commands),
               Route(edge.PRM_PATH, resource_metadata),
               Route(edge.PRM_PATH + "/{resource:path}", resource_metadata),
-              Route("/.well-known/{rest:path}", well_known),
+              Route("/.well-known/{rest:path}", no_oauth),
+              *(Route(path, no_oauth, methods=["GET", "POST"]) for path in NO_OAUTH),
               Route("/api/v1/openapi.json", openapi_json),
               Route("/api/v1/cli", cli, methods=["POST"]),
               Route("/api/v1/rpc/{method}", rpc_call, methods=["POST"]),

@@ -31,6 +31,7 @@ WILDCARDS = {"", "0.0.0.0", "::", "[::]"}
 UNCHECKED = {"/healthz"}
 PRM_PATH = "/.well-known/oauth-protected-resource"
 REALM = "workbench"
+UNAUTHORIZED = -32001  # the JSON-RPC error code of a refused MCP request (implementation-defined range)
 
 
 @dataclass(frozen=True)
@@ -120,10 +121,26 @@ def base_url(scope) -> str:
 
 def challenge(scope) -> bytes:
     """The ``WWW-Authenticate`` value of a 401 for ``scope``'s path."""
-    path = scope.get("path", "")
-    suffix = "/mcp" if path == "/mcp" or path.startswith("/mcp/") else ""
+    suffix = "/mcp" if _is_mcp(scope) else ""
     url = f"{base_url(scope)}{PRM_PATH}{suffix}"
     return f'Bearer realm="{REALM}", resource_metadata="{url}"'.encode("latin-1", "replace")
+
+
+def _is_mcp(scope) -> bool:
+    path = scope.get("path", "")
+    return path == "/mcp" or path.startswith("/mcp/")
+
+
+def _jsonrpc_refusal(body: bytes) -> bytes:
+    """A 401's ``{"error": message}`` as a JSON-RPC error, which MCP clients show as it is (to them
+    any other body is "Server returned an error response"), with what to do about it."""
+    try:
+        message = json.loads(body)["error"]
+    except (ValueError, KeyError, TypeError):
+        message = "authentication required"
+    message = (f"{message}. Send the header `Authorization: Bearer TOKEN` with a token from `workbench token "
+               "create --for PRINCIPAL`; this server has no OAuth authorization server.")
+    return json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": UNAUTHORIZED, "message": message}}).encode()
 
 
 def _header(scope, name: bytes) -> str | None:
@@ -156,10 +173,20 @@ class Edge:
                 await _answer(send, status, {"error": message})
                 return
 
+        held: list = []  # a 401's start, held for its body when it is answered to an MCP client
+
         async def sending(message) -> None:
             if message["type"] == "http.response.start" and message["status"] == 401:
                 headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"www-authenticate"]
                 message = {**message, "headers": [*headers, (b"www-authenticate", challenge(scope))]}
+                if _is_mcp(scope):
+                    held.append(message)
+                    return
+            if held and message["type"] == "http.response.body":
+                start, body = held.pop(), _jsonrpc_refusal(message.get("body", b""))
+                headers = [(k, v) for k, v in start["headers"] if k.lower() != b"content-length"]
+                await send({**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
+                message = {**message, "body": body, "more_body": False}
             await send(message)
 
         await self.app(scope, receive, sending)
