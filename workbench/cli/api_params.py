@@ -100,10 +100,20 @@ def argv_for(path: str, command, params: dict[str, Any], *, principal: str | Non
         elif param.nargs > 1:
             argv += [max(param.opts, key=len), *items]
         else:
-            argv += [f"{max(param.opts, key=len)}={v}" for v in items]
+            for value in items:
+                argv += _option_words(param, value)
     if any(p.name == "as_json" for p in command.params):
         argv.append("--json")
     return argv + (["--"] + positional if positional else [])
+
+
+def _option_words(param, value: str) -> list[str]:
+    """``--name=VALUE``, or ``-kVALUE`` for an option with only a short name: one word, so a value
+    that starts with a dash is never read as an option."""
+    name = max(param.opts, key=len)
+    if name.startswith("--"):
+        return [f"{name}={value}"]
+    return [f"{name}{value}"] if value else [name, value]
 
 
 def _values(name: str, param, value: Any) -> list[str]:
@@ -126,6 +136,8 @@ def _values(name: str, param, value: Any) -> list[str]:
     for item in items:
         if isinstance(item, bool) or not isinstance(item, str | int | float):
             raise UserError(f"parameter {name!r} takes text or a number, not {_json_kind(item)}", param=name)
+        if isinstance(item, str) and "\x00" in item:  # no command line can hold one; paths fail on it
+            raise UserError(f"parameter {name!r} contains a NUL character", param=name)
         words.append(str(item))
     return words
 

@@ -164,6 +164,8 @@ class CommandApi:
 
     def run(self, argv: list[str], *, principal: str | None, admin: bool, wb: Any, cwd: str | None = None,
             files: dict | None = None, columns: int | None = None) -> Ran:
+        if any("\x00" in arg for arg in argv):  # no shell can pass one, and paths fail on it
+            return Ran(2, "", "workbench: error: an argument contains a NUL character\n", "UserError")
         return run_forwarded(self.root, argv, Served(wb, principal, admin, cwd, files, columns))
 
     def argv_for(self, path: str, params: dict[str, Any], *, principal: str | None = None) -> list[str]:

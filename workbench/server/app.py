@@ -15,8 +15,11 @@ Routes:
                                the command's JSON (exit 1 with JSON, as check's regressions: 200 and
                                X-Workbench-Exit: 1), or {"error", "exit"} with 400 / 401 / 404 / 409 / 429 / 500
     /mcp                       MCP (streamable HTTP): the stdio server's tools, resources and prompt
+    GET  /api/v1/openapi.json  the OpenAPI 3.1 description of these routes (discovery.py, openapi.py)
+    GET  /.well-known/oauth-protected-resource[/mcp]   RFC 9728 metadata: send a bearer token (edge.py)
 
-Every route but /healthz needs ``Authorization: Bearer TOKEN``. Commands run on worker threads
+Every route but /healthz and discovery's needs ``Authorization: Bearer TOKEN``. Before anything,
+``edge`` checks Host and Origin against the allow-lists, and names the metadata in every 401. Commands run on worker threads
 (reads side by side; the store lets one writer at a time in); an answer is logged as one JSON line
 on stderr and counted in /metrics. Nothing here decides visibility or write rules: the command
 runs through the core as the token's principal.
@@ -31,7 +34,7 @@ import time
 from typing import Any, Callable
 from urllib.parse import parse_qsl
 
-from . import edge
+from . import discovery, edge
 from .auth import Caller, Gate, Refused
 from .edge import AllowList
 from .logs import Log
@@ -41,10 +44,7 @@ CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("workbenc
 # Who MCP requests act as when the owner or an admin names someone (the stdio relay's `--as P`).
 ACTING: contextvars.ContextVar[str | None] = contextvars.ContextVar("workbench_acting", default=None)
 AS_HEADER = b"x-workbench-as"
-OPEN = {"/healthz", "/api/v1/openapi.json"}  # and /.well-known/ (``is_open``)
-# Where OAuth clients look for an authorization server (dynamic registration, authorize, token):
-# answered 404, without a token, with what to do instead (this server issues its own tokens).
-NO_OAUTH = ("/register", "/authorize", "/token")
+OPEN = {"/healthz"}  # and discovery's routes (``is_open``)
 MAX_BODY = 8 * 1024 * 1024
 # Threads answering requests. Python runs one thread at a time: more threads than cores only
 # time-slice the same work (every answer later) and starve the event loop. Reads (the MCP tools
@@ -134,7 +134,7 @@ class Front:
 
 def is_open(path: str) -> bool:
     """Routes answered without a token: they tell nothing about the workspace."""
-    return path in OPEN or path in NO_OAUTH or path.startswith("/.well-known/")
+    return path in OPEN or discovery.is_open(path)
 
 
 async def _refuse(send, e: Refused) -> None:
@@ -209,23 +209,6 @@ def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Met
 
     async def commands(request: Request):
         return JSONResponse({"commands": api.describe()})
-
-    async def resource_metadata(request: Request):
-        found = edge.metadata(edge.base_url(request.scope), request.path_params.get("resource", "") and
-                              "/" + request.path_params["resource"])
-        if found is None:
-            return JSONResponse({"error": "no such resource on this server"}, status_code=404)
-        return JSONResponse(found, headers={"Cache-Control": "public, max-age=3600"})
-
-    async def no_oauth(request: Request):
-        return JSONResponse({"error": f"{request.url.path} is not served: this server has no OAuth authorization "
-                                      "server; send `Authorization: Bearer TOKEN` with a token from `workbench "
-                                      "token create` (see /.well-known/oauth-protected-resource)"}, status_code=404)
-
-    async def openapi_json(request: Request):
-        from . import openapi
-
-        return JSONResponse(openapi.document(api, version=_version()))
 
     async def cli(request: Request):
         request.scope["workbench.kind"] = "cli"
@@ -310,11 +293,7 @@ def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Met
             yield
 
     routes = [Route("/healthz", healthz), Route("/metrics", metrics_text), Route("/api/v1", commands),
-              Route(edge.PRM_PATH, resource_metadata),
-              Route(edge.PRM_PATH + "/{resource:path}", resource_metadata),
-              Route("/.well-known/{rest:path}", no_oauth),
-              *(Route(path, no_oauth, methods=["GET", "POST"]) for path in NO_OAUTH),
-              Route("/api/v1/openapi.json", openapi_json),
+              *discovery.routes(api),
               Route("/api/v1/cli", cli, methods=["POST"]),
               Route("/api/v1/rpc/{method}", rpc_call, methods=["POST"]),
               Route("/api/v1/{path:path}", command, methods=["GET", "POST"]),
@@ -386,12 +365,6 @@ async def _json_body(request) -> Any:
 def _command_name(argv: list[str]) -> str:
     words = [a for a in argv[:2] if not a.startswith("-")]
     return " ".join(words[:2]) if words[:1] in (["set"], ["token"], ["antipattern"]) else (words[0] if words else "")
-
-
-def _version() -> str:
-    from .. import __version__
-
-    return __version__
 
 
 def _gauges(wb) -> dict[str, float]:
