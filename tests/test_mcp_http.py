@@ -50,6 +50,43 @@ def port_of(running) -> int:
 # -- Host and Origin -------------------------------------------------------------------------------
 
 
+def test_the_allow_lists_match_names_ports_and_wildcards():
+    from workbench.server.edge import AllowList
+
+    allow = AllowList(hosts=("kb.example.com", "proxy.internal:*", "10.0.0.5:8080"), bound="192.168.1.4")
+    ok = ["127.0.0.1:8765", "localhost:8765", "[::1]:8765", "192.168.1.4:8765", "KB.example.com",
+          "proxy.internal", "proxy.internal:1", "10.0.0.5:8080"]
+    refused = ["127.0.0.1:8766", "localhost", "kb.example.com:443", "10.0.0.5:8081", "evil.proxy.internal:1",
+               "[::2]:8765", "", "192.168.1.4:1"]
+    assert [h for h in ok if not allow.host_allowed(h, 8765)] == []
+    assert [h for h in refused if allow.host_allowed(h, 8765)] == []
+    assert AllowList(hosts=("*",)).host_allowed("anything:1", 8765)
+    assert not AllowList(bound="0.0.0.0").host_allowed("0.0.0.0:8765", 8765)  # a wildcard address is no name
+    origins = AllowList(origins=("https://app.example.com", "http://tools.internal:*"))
+    assert origins.origin_allowed("https://app.example.com", "127.0.0.1:8765", 8765)
+    assert origins.origin_allowed("http://tools.internal:3000", "127.0.0.1:8765", 8765)
+    assert origins.origin_allowed("https://kb.example.com", "kb.example.com", 8765)  # same origin
+    for origin in ("http://app.example.com", "https://app.example.com:444", "null", "file://", "http://localhost:1"):
+        assert not origins.origin_allowed(origin, "127.0.0.1:8765", 8765), origin
+
+
+def test_the_server_section_of_workbench_yaml_is_validated(tmp_path):
+    import yaml
+
+    from conftest import CONFIG
+    from workbench.config import WorkspaceConfig
+    from workbench.errors import ValidationError
+
+    raw = yaml.safe_load(CONFIG.read_text())
+    good = WorkspaceConfig.from_data({**raw, "server": {"allowed_hosts": ["kb.example.com", "proxy:*"],
+                                                        "allowed_origins": ["https://app.example.com"]}})
+    assert good.allowed_hosts == ("kb.example.com", "proxy:*") and good.allowed_origins == ("https://app.example.com",)
+    for bad in ({"allowed_hosts": ["kb example.com"]}, {"allowed_hosts": "kb.example.com"}, {"hosts": []},
+                {"allowed_origins": ["https://x/ y"]}):
+        with pytest.raises(ValidationError):
+            WorkspaceConfig.from_data({**raw, "server": bad})
+
+
 @pytest.mark.parametrize("host", ["evil.example:{port}", "localhost:1", "127.0.0.1:{other}", "kb.example.com:8443",
                                   "attacker.test", ""])
 def test_a_host_not_allowed_is_misdirected_before_any_token_is_checked(team, host):
