@@ -75,6 +75,19 @@ ANSWERS: dict[str, dict[str, Any]] = {
 }
 
 
+# Where an answer leads (OpenAPI links, for stateful testing and for readers): the reads an id or a
+# trace id in it is the argument of, as (command, its parameter, a JSON pointer into the answer).
+_FRAGMENT_READS = (("show", "id"), ("history", "id"))
+LINKS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "search": (*((c, p, "/hits/0/id") for c, p in _FRAGMENT_READS), ("trace", "id", "/trace_id")),
+    "context": (*((c, p, "/fragments/0/id") for c, p in _FRAGMENT_READS), ("trace", "id", "/trace_id")),
+    "list": tuple((c, p, "/0/id") for c, p in _FRAGMENT_READS),
+    **{name: tuple((c, p, "/id") for c, p in _FRAGMENT_READS)
+       for name in ("show", "propose", "antipattern/add", "verify", "revert", "archive", "restore")},
+    "set/create": (("set/show", "name", "/name"),),
+}
+
+
 def answer(command: dict[str, Any]) -> dict[str, Any]:
     """The schema of a 200 answer of ``command`` (an entry of ``CommandApi.describe``)."""
     if not command["json"]:

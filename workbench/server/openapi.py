@@ -127,6 +127,11 @@ def _command(command: dict[str, Any], method: str) -> dict[str, Any]:
             **_common(),
         },
     }
+    links = {f"{target.replace('/', '_')}_{name}": {
+        "operationId": _op_id("get", target), "parameters": {name: f"$response.body#{pointer}"}}
+        for target, name, pointer in contracts.LINKS.get(command["command"], ())}
+    if links:
+        op["responses"]["200"]["links"] = links
     if method == "get":
         op["parameters"] = [_query(p) for p in params]
         return op
