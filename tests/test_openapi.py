@@ -184,13 +184,13 @@ def _schemathesis(running, token, data, *, max_examples: int, seed: int | None, 
     config.write_text("\n".join(lines) + "\n")
     command = [str(ST), "--config-file", str(config), "run", running.url + "/api/v1/openapi.json",
                "--header", f"Authorization: Bearer {token}",
-               "--checks", "not_a_server_error,response_schema_conformance,content_type_conformance,"
-                           "status_code_conformance",
+               "--checks", ("not_a_server_error,response_schema_conformance,content_type_conformance,"
+                            "status_code_conformance"),
                "--max-examples", str(max_examples), "--workers", "1", "--mode", "all", "--phases", phases,
                "--generation-database", "none", "--request-timeout", "120", "--no-color"]
     if seed is not None:
         command += ["--seed", str(seed)]
-    ran = subprocess.run(command, capture_output=True, text=True, timeout=1500, cwd=base)
+    ran = subprocess.run(command, capture_output=True, text=True, timeout=1500, cwd=base, check=False)
     assert ran.returncode == 0, ran.stdout[-12000:] + ran.stderr[-2000:]
     assert " passed" in ran.stdout and "generated" in ran.stdout, ran.stdout[-3000:]
 
