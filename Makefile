@@ -7,7 +7,7 @@ DEMO   := .workbench
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test test-fast install workspace clean browser
+.PHONY: demo test test-fast install workspace clean browser inspector
 
 install: $(STAMP)
 
@@ -42,7 +42,7 @@ demo: workspace
 # idles behind the other's long tests (6 min 10 s against 6 min 43 s with xdist's default split).
 # The CLI runs in-process in tests except where a real process is the point, and the sample
 # workspace is built once per run.
-test: $(STAMP) browser
+test: $(STAMP) browser inspector
 	$(BIN)/python -m pytest -q -n 2 --dist worksteal
 
 # Headless Chromium (Debian's package) for the test that opens `workbench serve` in a real browser;
@@ -52,10 +52,21 @@ browser:
 	  { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; } \
 	  || echo "chromium is not installed and cannot be here: the browser tests will be skipped"; }
 
+# The MCP Inspector (npm registry) with a Node 22 of its own (it needs >= 22.19, newer than Debian's), for the
+# test that runs its CLI against the team server; installed into .tools/ when npm is there, otherwise that
+# test is skipped with the reason. Versions pinned.
+INSPECTOR  := .tools/inspector
+NODE_ARCH  := $(shell uname -m | sed -e 's/x86_64/x64/' -e 's/aarch64/arm64/')
+inspector:
+	@test -x $(INSPECTOR)/node_modules/.bin/mcp-inspector || { command -v npm >/dev/null 2>&1 && \
+	  npm install --silent --no-audit --no-fund --prefix $(INSPECTOR) node-linux-$(NODE_ARCH)@22.23.5 \
+	    @modelcontextprotocol/inspector@2.12.0 >/dev/null 2>&1; } \
+	  || echo "the MCP Inspector cannot be installed here (no npm or no registry): its test will be skipped"
+
 # The inner loop: the core, the CLI and every rule, without the TUI face, whole-process tests and
 # slow runs, and with a quarter of the property-test examples. `make test` runs everything.
 test-fast: $(STAMP)
 	WORKBENCH_TEST_EXAMPLES=0.25 $(BIN)/python -m pytest -q -n 2 --dist worksteal -m "not slow and not tui and not process"
 
 clean:
-	rm -rf $(VENV) $(DEMO) .pytest_cache
+	rm -rf $(VENV) $(DEMO) .pytest_cache .tools

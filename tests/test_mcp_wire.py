@@ -354,3 +354,29 @@ def test_bad_calls_are_errors_and_the_connection_goes_on(served):
 
     good = wire.tool("search", query="pgbouncer", k=3)
     assert good.get("isError") is not True and good["structuredContent"]["hits"]
+
+
+def test_calls_in_flight_when_stdin_closes_are_answered_before_the_process_exits(sample_workspace, tmp_path):
+    """A client that writes its last calls and closes stdin at once (a script, a host shutting an
+    agent down) still gets every answer: the server reads the end of input while the calls run."""
+    wire = Wire(sample_workspace, PRINCIPAL, tmp_path / "mcp.log")
+    try:
+        wire.initialize("2025-06-18")
+        calls = {10: ("context", {"query": "customer charged twice when the client retries", "budget": 4000}),
+                 11: ("search", {"query": "deploy rollback", "k": 5}),
+                 12: ("get", {"id": PINNED})}
+        for rid, (tool, arguments) in calls.items():  # the first call also loads the model: still running at EOF
+            wire.send_raw(json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                                      "params": {"name": tool, "arguments": arguments}}))
+        wire.proc.stdin.close()
+        answers = {}
+        while (message := wire.inbox.get(timeout=180)) is not None:
+            answers[message.get("id")] = message
+        assert wire.proc.wait(timeout=60) == 0
+    finally:
+        if wire.proc.poll() is None:
+            wire.proc.kill()
+        wire.log.close()
+    assert set(answers) == set(calls), answers.keys()
+    assert not any(a["result"].get("isError") for a in answers.values()), answers
+    assert answers[10]["result"]["structuredContent"]["fragments"]

@@ -72,6 +72,8 @@ class WorkspaceConfig:
     embedder: str | None = None             # the embedding backend, onnx or torch (None: the default, onnx)
     proposals_per_hour: int = PROPOSALS_PER_HOUR  # agent proposals a principal may make in any hour
     golden: str | None = None               # the golden set, as written (relative: to the workspace folder)
+    allowed_hosts: tuple[str, ...] = ()     # the team server's Host allow-list beyond loopback (server.allowed_hosts)
+    allowed_origins: tuple[str, ...] = ()   # ... and its Origin allow-list (server.allowed_origins)
 
     @classmethod
     def load(cls, path: Path) -> "WorkspaceConfig":
@@ -137,7 +139,9 @@ class WorkspaceConfig:
                    reranker=raw.get("reranker"),
                    confidence_floor=float(raw["confidence_floor"]) if "confidence_floor" in raw else None,
                    proposals_per_hour=int((raw.get("proposals") or {}).get("per_hour", PROPOSALS_PER_HOUR)),
-                   embedder=raw.get("embedder"), golden=raw.get("golden"))
+                   embedder=raw.get("embedder"), golden=raw.get("golden"),
+                   allowed_hosts=tuple((raw.get("server") or {}).get("allowed_hosts", ())),
+                   allowed_origins=tuple((raw.get("server") or {}).get("allowed_origins", ())))
 
     def principal(self, name: str | None) -> Principal:
         """Look a principal up by name; None means the default principal."""

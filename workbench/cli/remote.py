@@ -164,57 +164,32 @@ class CommandApi:
 
     def run(self, argv: list[str], *, principal: str | None, admin: bool, wb: Any, cwd: str | None = None,
             files: dict | None = None, columns: int | None = None) -> Ran:
+        if any("\x00" in arg for arg in argv):  # no shell can pass one, and paths fail on it
+            return Ran(2, "", "workbench: error: an argument contains a NUL character\n", "UserError")
         return run_forwarded(self.root, argv, Served(wb, principal, admin, cwd, files, columns))
 
     def argv_for(self, path: str, params: dict[str, Any], *, principal: str | None = None) -> list[str]:
         """``workbench PATH --json`` with ``params`` (named as the command's parameters, e.g.
-        ``{"query": "...", "k": 5, "kind": ["runbook"]}``) as arguments and options. ``principal``
-        (the caller's) stands in for ``as`` when it is not given: over the API, a write needs no
-        ``as``, the token says who acts."""
+        ``{"query": "...", "k": 5, "kind": ["runbook"]}``, checked as ``api_params`` says).
+        ``principal`` (the caller's) stands in for ``as`` when it is not given: over the API, a
+        write needs no ``as``, the token says who acts."""
         from ..errors import UserError
+        from . import api_params
 
         command = _commands(self.root).get(path)
         if command is None:
-            raise UserError(f"unknown command {path!r} (GET /api/v1 lists them)")
-        argv, positional = path.split("/"), []
-        known = {p.name for p in command.params if p.expose_value}
-        unknown = sorted(set(params) - known - {"as"})
-        if unknown:
-            raise UserError(f"unknown parameter {unknown[0]!r} for {path} (valid: {', '.join(sorted(known))})")
-        values = dict(params)
-        if "as" in values:
-            values["principal"] = values.pop("as")
-        if values.get("principal") in (None, "") and principal and "principal" in known:
-            values["principal"] = principal
-        for param in command.params:
-            if not param.expose_value or param.name not in values or param.name == "as_json":
-                continue
-            value = values[param.name]
-            items = value if isinstance(value, list) else [value]
-            if param.param_type_name == "argument":
-                positional += [str(v) for v in items]
-            elif getattr(param, "is_flag", False):
-                if value is True:
-                    argv.append(max(param.opts, key=len))
-            else:
-                for v in items:
-                    argv += [max(param.opts, key=len), str(v)]
-        if any(p.name == "as_json" for p in command.params):
-            argv.append("--json")
-        return argv + (["--"] + positional if positional else [])
+            raise UserError(f"unknown command {path[:200]!r} (GET /api/v1 lists them)")
+        return api_params.argv_for(path, command, params, principal=principal)
 
     def describe(self) -> list[dict[str, Any]]:
-        """Every command the API serves, with its parameters (GET /api/v1)."""
-        out = []
-        for path, command in _commands(self.root).items():
-            params = [{"name": "as" if p.name == "principal" else p.name,
-                       "kind": p.param_type_name, "required": bool(p.required),
-                       "many": bool(getattr(p, "multiple", False) or p.nargs == -1),
-                       "flag": bool(getattr(p, "is_flag", False)), "help": getattr(p, "help", None)}
-                      for p in command.params if p.expose_value and p.name != "as_json"]
-            out.append({"command": path, "path": f"/api/v1/{path}", "help": command.help.split("\n")[0],
-                        "json": any(p.name == "as_json" for p in command.params), "params": params})
-        return out
+        """Every command the API serves, with its parameters and their JSON Schemas (GET /api/v1,
+        and the OpenAPI document)."""
+        from . import api_params
+
+        return [{"command": path, "path": f"/api/v1/{path}", "help": command.help.split("\n")[0],
+                 "json": any(p.name == "as_json" for p in command.params),
+                 "params": [api_params.describe(p) for p in api_params.exposed(command)]}
+                for path, command in _commands(self.root).items()]
 
 
 def _commands(root) -> dict:

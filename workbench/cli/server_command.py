@@ -15,8 +15,16 @@ from .options import INT, command, workspace
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="address to bind (loopback by default: put a TLS reverse proxy in front for a team)")
 @click.option("--port", type=INT, default=8765, show_default=True, help="port (0: any free port)")
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="HOST",
+              help="also answer requests with this Host header (repeatable; NAME, NAME:PORT, NAME:* or *): the "
+                   "names a reverse proxy forwards; loopback at the server's port is always allowed "
+                   "(with server.allowed_hosts in workbench.yaml)")
+@click.option("--allow-origin", "allow_origins", multiple=True, metavar="ORIGIN",
+              help="also answer browser requests from this Origin (repeatable; SCHEME://NAME[:PORT], "
+                   "SCHEME://NAME:* or *); requests without Origin or from the same origin need none "
+                   "(with server.allowed_origins in workbench.yaml)")
 @click.option("--quiet", is_flag=True, help="log warnings and errors only (not every request)")
-def server(host, port, quiet):
+def server(host, port, allow_hosts, allow_origins, quiet):
     from ..errors import UserError
     from ..server.run import serve
     from .remote import CommandApi, route_output
@@ -24,7 +32,8 @@ def server(host, port, quiet):
     if not 0 <= port < 65536:
         raise UserError(f"--port {port} is not a port number")
     root = click.get_current_context().find_root().command
-    serve(workspace(), host=host, port=port, api=CommandApi(root), route_output=route_output, quiet=quiet)
+    serve(workspace(), host=host, port=port, api=CommandApi(root), route_output=route_output, quiet=quiet,
+          allow_hosts=allow_hosts, allow_origins=allow_origins)
 
 
 COMMANDS = [server]

@@ -3,9 +3,9 @@ stdio server (``server.build_server``), each request acting as the caller the te
 authenticated (its bearer token's principal), with no lock between calls (the store serialises
 writes, reads run side by side).
 
-DNS-rebinding protection (a Host/Origin allow-list) is off: it guards servers that trust any
-caller on loopback, and this one answers nothing without a bearer token, which a page in a
-browser cannot attach; behind a TLS reverse proxy the Host header is the proxy's name.
+The SDK's own DNS-rebinding check is off here because the team server's edge (server/edge.py)
+makes it for every route, /mcp included, before authentication, against the allow-lists the
+server was started with (loopback by default; a reverse proxy's names when configured).
 """
 
 from __future__ import annotations

@@ -33,8 +33,8 @@ from mcp_types import CallToolResult
 from pydantic import Field
 
 from .. import __version__
-from . import shapes
 from ..models import KINDS, PROPOSAL_KINDS
+from . import shapes
 
 PAGE_SIZE = 50
 MAX_K, MAX_BUDGET, MAX_QUERY = 100, 200_000, 4000
@@ -281,8 +281,11 @@ def _decode_cursor(cursor: str | None, error, code: int) -> str | None:
 
 
 def run(workspace: str | None, principal: str) -> None:
+    import anyio
+
     from ..service import Workbench
+    from .stdio import serve
 
     with Workbench.open(workspace) as wb:
         server = build_server(wb, principal)
-        server.run()  # stdio
+        anyio.run(serve, server)  # stdio, answering the calls in flight when stdin closes

@@ -15,8 +15,11 @@ Routes:
                                the command's JSON (exit 1 with JSON, as check's regressions: 200 and
                                X-Workbench-Exit: 1), or {"error", "exit"} with 400 / 401 / 404 / 409 / 429 / 500
     /mcp                       MCP (streamable HTTP): the stdio server's tools, resources and prompt
+    GET  /api/v1/openapi.json  the OpenAPI 3.1 description of these routes (discovery.py, openapi.py)
+    GET  /.well-known/oauth-protected-resource[/mcp]   RFC 9728 metadata: send a bearer token (edge.py)
 
-Every route but /healthz needs ``Authorization: Bearer TOKEN``. Commands run on worker threads
+Every route but /healthz and discovery's needs ``Authorization: Bearer TOKEN``. Before anything,
+``edge`` checks Host and Origin against the allow-lists, and names the metadata in every 401. Commands run on worker threads
 (reads side by side; the store lets one writer at a time in); an answer is logged as one JSON line
 on stderr and counted in /metrics. Nothing here decides visibility or write rules: the command
 runs through the core as the token's principal.
@@ -31,7 +34,9 @@ import time
 from typing import Any, Callable
 from urllib.parse import parse_qsl
 
+from . import discovery, edge
 from .auth import Caller, Gate, Refused
+from .edge import AllowList
 from .logs import Log
 from .metrics import Metrics
 
@@ -39,7 +44,7 @@ CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("workbenc
 # Who MCP requests act as when the owner or an admin names someone (the stdio relay's `--as P`).
 ACTING: contextvars.ContextVar[str | None] = contextvars.ContextVar("workbench_acting", default=None)
 AS_HEADER = b"x-workbench-as"
-OPEN = {"/healthz"}
+OPEN = {"/healthz"}  # and discovery's routes (``is_open``)
 MAX_BODY = 8 * 1024 * 1024
 # Threads answering requests. Python runs one thread at a time: more threads than cores only
 # time-slice the same work (every answer later) and starve the event loop. Reads (the MCP tools
@@ -75,7 +80,7 @@ class Front:
 
         caller, acting = None, None
         try:
-            if path not in OPEN:
+            if not is_open(path):
                 headers = dict(scope.get("headers") or [])
                 auth = headers.get(b"authorization")
                 try:
@@ -127,6 +132,11 @@ class Front:
         return None
 
 
+def is_open(path: str) -> bool:
+    """Routes answered without a token: they tell nothing about the workspace."""
+    return path in OPEN or discovery.is_open(path)
+
+
 async def _refuse(send, e: Refused) -> None:
     body = json.dumps({"error": e.message}).encode("utf-8")
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
@@ -145,10 +155,12 @@ def _endpoint(path: str) -> str:
     return path if path in ("/healthz", "/metrics", "/api/v1") else "other"
 
 
-def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Metrics | None = None):
+def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Metrics | None = None,
+              allow: AllowList | None = None):
     """The application over the open workspace ``wb``. ``api`` runs command lines (the CLI's
     ``CommandApi``: this package does not import the command line); ``owner_token`` is the token
-    written for the user who started the server."""
+    written for the user who started the server; ``allow``: the Host and Origin values answered
+    besides loopback (``edge``)."""
     import anyio
     from starlette.applications import Starlette
     from starlette.requests import Request
@@ -281,12 +293,13 @@ def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Met
             yield
 
     routes = [Route("/healthz", healthz), Route("/metrics", metrics_text), Route("/api/v1", commands),
+              *discovery.routes(api),
               Route("/api/v1/cli", cli, methods=["POST"]),
               Route("/api/v1/rpc/{method}", rpc_call, methods=["POST"]),
               Route("/api/v1/{path:path}", command, methods=["GET", "POST"]),
               Mount("/", app=mcp_app)]
     app = Starlette(routes=routes, lifespan=lifespan)
-    return Front(app, gate, metrics, log), gate
+    return edge.Edge(Front(app, gate, metrics, log), allow or edge.AllowList(), log), gate
 
 
 def _verdict(ran) -> Any:

@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from pathlib import Path
+from datetime import date, datetime
+from pathlib import Path, PurePath
 from typing import Any
 
 from ..errors import NotFound, PermissionDenied, UserError, ValidationError, WorkbenchError
@@ -116,6 +117,7 @@ def prepare(wb: Any, caller: Any, method: str, args: list, kwargs: dict, *, cwd:
     except TypeError as e:
         raise UserError(f"bad arguments for {method}: {e}") from e
     values = bound.arguments
+    _check_types(method, signature, values)
     for name in (("name",) if method == "principal" else WHO):
         if name in signature.parameters:
             values[name] = acting(caller, values.get(name))
@@ -131,6 +133,59 @@ def prepare(wb: Any, caller: Any, method: str, args: list, kwargs: dict, *, cwd:
         if name in values:
             values[name] = _absolute(values[name], cwd)
     return getattr(wb, method), list(bound.args[1:]), dict(bound.kwargs)
+
+
+# What a value sent for a parameter must be, by the name in its annotation (the core's methods are
+# annotated as strings). A name not here is not checked; the core checks values (ranges, ids).
+_ATOMS = {
+    "str": lambda v: isinstance(v, str), "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "float": lambda v: isinstance(v, int | float) and not isinstance(v, bool), "bool": lambda v: isinstance(v, bool),
+    "None": lambda v: v is None, "Path": lambda v: isinstance(v, str | PurePath),
+    "date": lambda v: isinstance(v, date), "datetime": lambda v: isinstance(v, datetime),
+    "Scope": lambda v: type(v).__name__ == "Scope", "Principal": lambda v: False,  # sent by name only
+}
+
+
+def _check_types(method: str, signature: inspect.Signature, values: dict[str, Any]) -> None:
+    """Refuse (400) an argument whose type its parameter's annotation rules out, before the core
+    runs with it (a list where an id goes failed deep inside as a TypeError: a 500)."""
+    for name, value in values.items():
+        parameter = signature.parameters.get(name)
+        annotation = parameter.annotation if parameter is not None else inspect.Parameter.empty
+        if isinstance(annotation, str) and not _fits(value, annotation):
+            raise UserError(f"bad arguments for {method}: {name} must be {annotation}, not {type(value).__name__}",
+                            param=name)
+
+
+def _fits(value: Any, annotation: str) -> bool:
+    for option in _options(annotation):
+        head, _, inner = option.partition("[")
+        inner = inner.removesuffix("]")
+        if head in ("list", "Iterable", "Sequence", "set", "frozenset") and inner:
+            if isinstance(value, list | tuple | set | frozenset) and all(_fits(v, inner) for v in value):
+                return True
+        elif head == "tuple" and inner:
+            kinds = _options(inner, sep=",")
+            if isinstance(value, list | tuple) and len(value) == len(kinds) and \
+                    all(_fits(v, k) for v, k in zip(value, kinds)):
+                return True
+        elif option not in _ATOMS or _ATOMS[option](value):
+            return True  # a type this check does not know passes: the core decides
+    return False
+
+
+def _options(annotation: str, sep: str = "|") -> list[str]:
+    """The parts of ``annotation`` split on ``sep`` outside brackets: ``"list[str | Path] | None"``
+    gives ``["list[str | Path]", "None"]``."""
+    parts, depth, current = [], 0, ""
+    for ch in annotation:
+        depth += (ch == "[") - (ch == "]")
+        if ch == sep and depth == 0:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    return [*parts, current.strip()]
 
 
 def acting(caller: Any, given: Any) -> str | None:

@@ -27,13 +27,14 @@ KEEP_ALIVE_S = 75
 
 
 def serve(workspace: str | None, *, host: str, port: int, api, route_output: Callable[[], None],
-          quiet: bool = False) -> None:
+          quiet: bool = False, allow_hosts: tuple[str, ...] = (), allow_origins: tuple[str, ...] = ()) -> None:
     import uvicorn
 
     from ..config import resolve_workspace
     from ..errors import UserError
     from ..service import Workbench
     from .app import build_app
+    from .edge import AllowList
 
     root = resolve_workspace(workspace)
     running = read_advert(root)
@@ -52,7 +53,12 @@ def serve(workspace: str | None, *, host: str, port: int, api, route_output: Cal
         owner = "wbo_" + secrets.token_urlsafe(32)
         route_output()
         _tune_for_serving()
-        app, _ = build_app(wb, api=api, owner_token=owner, log=log)
+        allow = AllowList(hosts=(*wb.config.allowed_hosts, *allow_hosts),
+                          origins=(*wb.config.allowed_origins, *allow_origins), bound=host)
+        if host in ("0.0.0.0", "::", "") and not allow.hosts:
+            log.warn("loopback_hosts_only", host=host, hint="bound to every address, but only loopback Host names "
+                     "are answered: add the names clients use with --allow-host or server.allowed_hosts")
+        app, _ = build_app(wb, api=api, owner_token=owner, log=log, allow=allow)
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on",
                                 timeout_graceful_shutdown=GRACE_S, server_header=False,
                                 timeout_keep_alive=KEEP_ALIVE_S)

@@ -15,6 +15,8 @@ from .fragments import Fragments
 from .search import Retrieval
 from .workspace import Feature, Workspace
 
+MAX_DISTANCE = 32  # dedupe: half the SimHash's bits; beyond that nothing is "near" (and the bands run out)
+
 
 class Curation(Feature):
     """Pins, citation authority, near-duplicates, merges and anti-patterns."""
@@ -116,6 +118,10 @@ class Curation(Feature):
                only: list[str] | None = None) -> list[dict]:
         """Near-duplicate pairs (SimHash Hamming distance <= max_distance) among the active fragments
         the principal can see (``only``: pairs involving these ids)."""
+        if isinstance(max_distance, bool) or not isinstance(max_distance, int) or \
+                not 0 <= max_distance <= MAX_DISTANCE:
+            raise UserError(f"the distance must be a whole number from 0 to {MAX_DISTANCE} (bits of a 64-bit "
+                            f"SimHash that differ), not {max_distance!r}", param="max_distance")
         return self.near_duplicates(self.principal(principal), max_distance=max_distance, only=only)
 
     def near_duplicates(self, who: Principal, *, max_distance: int = 3, only: Iterable[str] | None = None,
