@@ -213,19 +213,48 @@ def test_paths_on_the_server_need_an_admin_token(team, tmp_path):
     assert any((tmp_path / "out").rglob("*.md"))
 
 
-def test_too_many_failures_brake_that_address_but_not_a_good_token(sample_workspace):
+def test_a_flood_of_bad_tokens_brakes_only_the_failures(sample_workspace):
+    """The lock-out of issue 26: twenty wrong tokens from 127.0.0.1 used to answer 429 to every token
+    not used in the last 5 s, agents', curators' and the owner's own included."""
     from workbench import Workbench
 
     with Workbench.open(sample_workspace) as wb:
-        good = wb.token_create("marco.bianchi").token
+        good = {name: wb.token_create(name).token for name in ("agent.nw-coder", "marco.bianchi", "priya.raman")}
     with server(sample_workspace) as running:  # its own server: the brake lasts a minute for 127.0.0.1
-        assert running.call("GET", "/api/v1", token=good)[0] == 200  # known good before the storm
         statuses = [running.call("GET", "/api/v1", token=f"wbt_{i:012x}_guess")[0] for i in range(25)]
         assert statuses[:20] == [401] * 20 and set(statuses[20:]) == {429}, statuses
         assert [running.call("GET", "/api/v1")[0] for _ in range(3)] == [401] * 3  # no token: 401, not braked
-        assert running.call("GET", "/api/v1", token=good)[0] == 200
-        metrics = running.call("GET", "/metrics", token=good)[1]
+        for token in [*good.values(), running.owner]:  # none of them used before the flood
+            assert running.call("GET", "/api/v1/pins", token=token)[0] == 200
+        r = run_cli_process("pins", "--json", workspace=sample_workspace)  # the owner's CLI, through the advert
+        assert r.returncode == 0, r.stderr
+        metrics = running.call("GET", "/metrics", token=good["priya.raman"])[1]
         assert 'workbench_auth_failures_total{reason="braked"} 5' in metrics
+
+
+def test_a_revocation_takes_effect_at_the_next_request_on_every_path(team):
+    """The gate learns from the core, whichever face revoked (it used to forget its cache only when
+    a command line's first word was ``token``)."""
+    running, tokens = team
+    made = [running.call("POST", "/api/v1/token/create", {"for_principal": "marco.bianchi"}, token=tokens["marco"])[1]
+            for _ in range(4)]
+    paths = [
+        lambda t: running.call("POST", "/api/v1/token/revoke", {"token_id": t["id"]}, token=tokens["marco"]),
+        lambda t: running.call("POST", "/api/v1/cli", {"argv": ["token", "revoke", t["id"], "--json"]},
+                               token=tokens["marco"]),
+        lambda t: running.call("POST", "/api/v1/cli", {"argv": ["--workspace", str(running.root), "token",
+                                                                "revoke", t["id"]]}, token=tokens["admin"]),
+        lambda t: run_cli_process("token", "revoke", t["id"], "--as", "priya.raman", "--json",
+                                  env={"WORKBENCH_URL": running.url, "WORKBENCH_TOKEN": tokens["admin"]}),
+    ]
+    for issued, revoke in zip(made, paths):
+        assert running.call("GET", "/api/v1/pins", token=issued["token"])[0] == 200  # known good just now
+        done = revoke(issued)
+        assert (done.returncode if hasattr(done, "returncode") else done[0]) in (0, 200), done
+        assert running.call("GET", "/api/v1/pins", token=issued["token"])[0] == 401, revoke
+        status, _, _ = mcp(running, issued["token"], "initialize", {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}})
+        assert status == 401
 
 
 # -- the API and the CLI through it ------------------------------------------------------------------

@@ -102,18 +102,17 @@ class Front:
                           principal=None if caller is None else (caller.principal or "(owner)"), acting=acting)
 
     async def _check(self, header: str | None, client: str) -> Caller:
-        """The caller: from the gate's memory, or checked on a worker thread. The check reads the
-        store and, once a minute per token, records its use: a write, which waits for the writer
-        in progress (a commit that checkpoints takes a second) and must never hold up the event
-        loop, which every other request needs."""
+        """The caller, checked in memory on the event loop (no store read: a flood of wrong tokens
+        costs no thread and no query). Recording a good token's use, once a minute, is a write:
+        it runs on a worker thread, so it never holds up the event loop, which every request needs."""
         import anyio
 
-        found = self.gate.known(header)
-        if found is not None:
-            return found
-        if self._auth_limiter is None:
-            self._auth_limiter = anyio.CapacityLimiter(2)
-        return await anyio.to_thread.run_sync(self.gate.check, header, client, limiter=self._auth_limiter)
+        checked = self.gate.check(header, client)
+        if checked.record is not None:
+            if self._auth_limiter is None:
+                self._auth_limiter = anyio.CapacityLimiter(2)
+            await anyio.to_thread.run_sync(checked.record, limiter=self._auth_limiter)
+        return checked.caller
 
     def _acting(self, caller: Caller, header: bytes | None, client: str, path: str) -> str | None:
         """The principal an ``X-Workbench-As`` header names, honoured for the owner and admin tokens
@@ -160,7 +159,8 @@ def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Met
 
     log = log or Log()
     metrics = metrics or Metrics()
-    gate = Gate(wb.authenticate, owner_token)
+    wb.load_tokens()  # held in memory from here on, kept current by the core: no request reads them
+    gate = Gate(wb.identify, wb.record_token_use, owner_token)
     limiters: dict[str, Any] = {}  # made in the event loop (lifespan)
 
     def limiter_for(argv: list[str]) -> Any:
@@ -183,10 +183,7 @@ def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Met
             wb.refresh_index()  # after a write: built here, before the answer; otherwise nothing to do
             return ran
 
-        ran = await anyio.to_thread.run_sync(run_and_refresh, limiter=limiter_for(argv))
-        if argv[:1] == ["token"]:
-            gate.forget()  # a token was created or revoked: check every token afresh
-        return ran
+        return await anyio.to_thread.run_sync(run_and_refresh, limiter=limiter_for(argv))
 
     async def healthz(request: Request):
         return JSONResponse({"status": "ok"})

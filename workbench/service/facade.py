@@ -140,6 +140,7 @@ class Workbench:
     def release(self) -> None:
         """Release the workspace lock until the next call (for long-running faces: MCP, TUI)."""
         self.store.release()
+        self.tokens.forget_tokens()  # another process may change them while the file is not held
 
     def share(self) -> None:
         """Serve many threads at once, for the team server: each thread reads through its own
@@ -260,6 +261,9 @@ class Workbench:
     token_list = _via("tokens", Tokens.token_list)
     token_revoke = _via("tokens", Tokens.token_revoke)
     authenticate = _via("tokens", Tokens.authenticate)
+    identify = _via("tokens", Tokens.identify)
+    record_token_use = _via("tokens", Tokens.record_use)
+    load_tokens = _via("tokens", Tokens.load_tokens)
 
     propose = _via("proposing", Proposals.propose)
     proposals = _via("proposing", Proposals.proposals)
