@@ -46,11 +46,11 @@ class Running:
             return status, text, got
 
 
-def start_server(root: Path, *, env: dict | None = None, port: int = 0) -> Running:
+def start_server(root: Path, *, env: dict | None = None, port: int = 0, args: tuple[str, ...] = ()) -> Running:
     log = root.parent / f"server-{time.monotonic_ns()}.log"
     with open(log, "w") as err:
-        process = subprocess.Popen([str(WORKBENCH_BIN), "--workspace", str(root), "server", "--port", str(port)],
-                                   stdout=subprocess.DEVNULL, stderr=err, env={**os.environ, **(env or {})})
+        process = subprocess.Popen([str(WORKBENCH_BIN), "--workspace", str(root), "server", "--port", str(port),
+                                    *args], stdout=subprocess.DEVNULL, stderr=err, env={**os.environ, **(env or {})})
     deadline = time.monotonic() + START_S
     advert = root / "server.json"
     while time.monotonic() < deadline:
@@ -76,8 +76,8 @@ def stop_server(running: Running, sig: int = signal.SIGTERM) -> int:
 
 
 @contextmanager
-def server(root: Path, *, env: dict | None = None):
-    running = start_server(root, env=env)
+def server(root: Path, *, env: dict | None = None, args: tuple[str, ...] = ()):
+    running = start_server(root, env=env, args=args)
     try:
         yield running
     finally:

@@ -32,6 +32,7 @@ from typing import Any, Callable
 from urllib.parse import parse_qsl
 
 from .auth import Caller, Gate, Refused
+from .limits import REQUEST_TIMEOUT_S, Body, parse_json
 from .logs import Log
 from .metrics import Metrics
 
@@ -40,7 +41,6 @@ CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("workbenc
 ACTING: contextvars.ContextVar[str | None] = contextvars.ContextVar("workbench_acting", default=None)
 AS_HEADER = b"x-workbench-as"
 OPEN = {"/healthz"}
-MAX_BODY = 8 * 1024 * 1024
 # Threads answering requests. Python runs one thread at a time: more threads than cores only
 # time-slice the same work (every answer later) and starve the event loop. Reads (the MCP tools
 # and the read commands) get READ_THREADS; everything else (writes, exports, ingests, the TUI's
@@ -53,10 +53,12 @@ STATUS = {"NotFound": 404, "Conflict": 409, "Unauthenticated": 401, "WorkspaceBu
 
 
 class Front:
-    """The outermost ASGI layer: authentication, the caller's context, metrics and the access log."""
+    """The outermost ASGI layer: the request's bounds (``limits``), authentication, the caller's
+    context, metrics and the access log."""
 
-    def __init__(self, app, gate: Gate, metrics: Metrics, log: Log):
+    def __init__(self, app, gate: Gate, metrics: Metrics, log: Log, *, request_timeout: float = REQUEST_TIMEOUT_S):
         self.app, self.gate, self.metrics, self.log = app, gate, metrics, log
+        self.request_timeout = request_timeout
         self._auth_limiter = None  # made in the event loop, on first use
 
     async def __call__(self, scope, receive, send) -> None:
@@ -73,8 +75,12 @@ class Front:
                 status["code"] = message["status"]
             await send(message)
 
+        body = Body(scope, receive, sending, timeout=self.request_timeout)
         caller, acting = None, None
         try:
+            if body.too_large():  # announced: refused before a byte of it is read
+                await body.refuse(413, f"request body over {body.limit} bytes")
+                return
             if path not in OPEN:
                 headers = dict(scope.get("headers") or [])
                 auth = headers.get(b"authorization")
@@ -83,13 +89,16 @@ class Front:
                 except Refused as e:
                     self.metrics.auth_failed(e.reason)
                     self.log.warn("auth_failed", reason=e.reason, client=client, path=path, status=e.status)
-                    await _refuse(sending, e)
+                    await _refuse(sending, e, close=not body.done)
                     return
                 scope.setdefault("state", {})["caller"] = caller
                 acting = self._acting(caller, headers.get(AS_HEADER), client, path)
             token, as_token = CALLER.set(caller), ACTING.set(acting)
             try:
-                await self.app(scope, receive, sending)
+                await self.app(scope, body.receive, body.send)
+            except Exception:
+                if not body.refused:
+                    raise  # (an application that failed reading a body cut off here: answered already)
             finally:
                 ACTING.reset(as_token)
                 CALLER.reset(token)
@@ -126,9 +135,11 @@ class Front:
         return None
 
 
-async def _refuse(send, e: Refused) -> None:
+async def _refuse(send, e: Refused, *, close: bool = False) -> None:
     body = json.dumps({"error": e.message}).encode("utf-8")
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if close:  # a body may follow that no one will read: do not wait for it
+        headers.append((b"connection", b"close"))
     if e.status == 401:
         headers.append((b"www-authenticate", b'Bearer realm="workbench"'))
     if e.retry_after:
@@ -144,10 +155,12 @@ def _endpoint(path: str) -> str:
     return path if path in ("/healthz", "/metrics", "/api/v1") else "other"
 
 
-def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Metrics | None = None):
+def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Metrics | None = None,
+              request_timeout: float = REQUEST_TIMEOUT_S):
     """The application over the open workspace ``wb``. ``api`` runs command lines (the CLI's
     ``CommandApi``: this package does not import the command line); ``owner_token`` is the token
-    written for the user who started the server."""
+    written for the user who started the server; ``request_timeout`` the longest pause while a
+    request's body arrives."""
     import anyio
     from starlette.applications import Starlette
     from starlette.requests import Request
@@ -283,7 +296,7 @@ def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Met
               Route("/api/v1/{path:path}", command, methods=["GET", "POST"]),
               Mount("/", app=mcp_app)]
     app = Starlette(routes=routes, lifespan=lifespan)
-    return Front(app, gate, metrics, log), gate
+    return Front(app, gate, metrics, log, request_timeout=request_timeout), gate
 
 
 def _verdict(ran) -> Any:
@@ -332,15 +345,13 @@ def _quick_read(wb, path: str, params: Any, principal: str | None) -> Callable[[
 
 
 async def _json_body(request) -> Any:
+    """The request's JSON object, or a 400 answer saying what is wrong with it (the size of the
+    body is bounded as it is read: ``limits.Body``)."""
     from starlette.responses import JSONResponse
 
-    raw = await request.body()
-    if len(raw) > MAX_BODY:
-        return JSONResponse({"error": f"request body over {MAX_BODY} bytes"}, status_code=413)
-    try:
-        body = json.loads(raw or b"{}")
-    except ValueError:
-        return JSONResponse({"error": "the body is not JSON"}, status_code=400)
+    body, problem = parse_json(await request.body() or b"{}")
+    if problem is not None:
+        return JSONResponse({"error": problem}, status_code=400)
     if not isinstance(body, dict):
         return JSONResponse({"error": "the body must be a JSON object"}, status_code=400)
     return body
