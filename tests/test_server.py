@@ -373,6 +373,7 @@ def test_the_advert_goes_with_the_server_and_a_stale_one_is_ignored(sample_works
     running = start_server(sample_workspace)
     assert json.loads((sample_workspace / "server.json").read_text())["pid"] == running.process.pid
     assert oct((sample_workspace / "server.token").stat().st_mode & 0o777) == "0o600"
+    assert oct((sample_workspace / "server.json").stat().st_mode & 0o777) == "0o600"
     r = run_cli("list", "--json", "--as", "marco.bianchi", workspace=sample_workspace)
     assert r.returncode == 0, r.stderr  # through the server (the file is locked by it)
     stop_server(running, signal.SIGKILL)

@@ -106,8 +106,10 @@ class Workbench:
     @classmethod
     def init(cls, path: str | Path | None = None, *, config: str | Path | None = None,
              force: bool = False) -> "Workbench":
-        """Create a workspace at ``path`` (default: the resolved location) and open it."""
+        """Create a workspace at ``path`` (default: the resolved location) and open it. A folder
+        made here is this user's alone (0700; the store keeps its files 0600)."""
         root = resolve_workspace(path)
+        made = not root.exists()
         target = root / CONFIG_NAME
         if target.exists() and not force and config is not None:
             raise UserError(f"{target} already exists (use --force to replace it)")
@@ -122,6 +124,8 @@ class Workbench:
         elif not target.exists():
             root.mkdir(parents=True, exist_ok=True)
             target.write_text(DEFAULT_CONFIG, encoding="utf-8")
+        if made and root.is_dir():
+            root.chmod(0o700)  # (an existing folder keeps the modes its owner gave it)
         return cls.open(root)
 
     @classmethod
