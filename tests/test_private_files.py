@@ -10,8 +10,8 @@ import os
 import stat
 
 import pytest
-
 from conftest import CONFIG, SAMPLE
+
 from workbench import Workbench
 
 

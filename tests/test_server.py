@@ -356,7 +356,7 @@ def test_parallel_edits_all_land_and_a_stale_base_is_a_conflict(team, tmp_path):
 def test_metrics_count_requests_and_report_the_index(team):
     running, tokens = team
     running.call("GET", "/api/v1/search?query=deploy&k=1", token=tokens["marco"])
-    text = running.call("GET", "/metrics", token=tokens["marco"])[1]
+    text = running.call("GET", "/metrics", token=tokens["admin"])[1]
     assert 'workbench_requests_total{endpoint="api search",status="200"}' in text
     assert 'workbench_request_seconds_bucket{endpoint="api search",le="+Inf"}' in text
     assert re.search(r"^workbench_fragments 1\d\d$", text, re.M), text
@@ -364,6 +364,69 @@ def test_metrics_count_requests_and_report_the_index(team):
     log = [json.loads(line) for line in running.log.read_text().splitlines() if line.startswith("{")]
     assert any(e["event"] == "request" and e.get("endpoint") == "api search" and e["principal"] == "marco.bianchi"
                for e in log)
+
+
+def test_promtool_accepts_the_metrics(team):
+    """Prometheus's own checker (Debian's prometheus package; `make test` installs it) on a real scrape."""
+    import subprocess
+
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.skip("promtool is not installed (apt-get install prometheus; `make test` installs it as root)")
+    running, tokens = team
+    running.call("GET", "/api/v1/search?query=deploy&k=1", token=tokens["marco"])
+    running.call("GET", "/api/v1", token="wbt_0123456789ab_wrong")  # an auth failure counted too
+    status, text, _ = running.call("GET", "/metrics", token=tokens["admin"])
+    assert status == 200 and "workbench_auth_failures_total" in text
+    checked = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60,
+                             check=False)
+    assert checked.returncode == 0 and not checked.stdout.strip() and not checked.stderr.strip(), \
+        (checked.stdout, checked.stderr)
+    for name in re.findall(r"^workbench_(\w+?)(?:_bucket|_sum|_count)?[{ ]", text, re.MULTILINE):
+        assert f"# HELP workbench_{name} " in text or re.search(rf"# HELP workbench_{name}\b", text), name
+
+
+def test_workspace_wide_figures_are_for_admin_tokens(team):
+    """/metrics answers 403 to a non-admin (the server's figures are everyone's: there is no
+    "visible" version of a request rate); info counts what a non-admin sees, on every path."""
+    from workbench.server import codec
+
+    running, tokens = team
+    for who in ("marco", "agent"):
+        status, body, _ = running.call("GET", "/metrics", token=tokens[who])
+        assert status == 403 and "admin" in body["error"], body
+    for who in ("admin", None):
+        assert running.call("GET", "/metrics", token=tokens[who] if who else running.owner)[0] == 200
+    whole = running.call("GET", "/api/v1/info", token=running.owner)[1]
+    assert running.call("GET", "/api/v1/info", token=tokens["admin"])[1] == whole and "counted_for" not in whole
+    mine = running.call("GET", "/api/v1/info", token=tokens["marco"])[1]
+    assert mine["counted_for"] == "marco.bianchi"
+    assert 0 < mine["fragments"] < whole["fragments"] and mine["versions"] < whole["versions"]
+    assert running.call("GET", "/api/v1/info?as=priya.raman", token=tokens["marco"])[1] == mine  # --as ignored
+    ran = running.call("POST", "/api/v1/cli", {"argv": ["info", "--json"]}, token=tokens["marco"])[1]
+    assert json.loads(ran["stdout"]) == mine
+    status, body, _ = running.call("POST", "/api/v1/rpc/stats", {}, token=tokens["marco"])
+    assert status == 200 and codec.decode(body["result"]) == {k: v for k, v in mine.items()
+                                                               if k in ("fragments", "versions", "events",
+                                                                        "counted_for")}
+    status, body, _ = running.call("POST", "/api/v1/rpc/health", {}, token=tokens["marco"])
+    assert status != 200 and body["error"]["type"] == "PermissionDenied"
+
+
+def test_a_non_admin_cannot_search_untraced(team):
+    """``trace=False`` (the TUI's own searches) is honoured for an admin only: anyone else's call is
+    traced, so it counts in gaps and usage like any other."""
+    from workbench.server import codec
+
+    running, tokens = team
+    for who, traced in (("marco", True), ("agent", True), ("admin", False)):
+        status, body, _ = running.call("POST", "/api/v1/rpc/search", {
+            "args": ["customer charged twice"], "kwargs": {"k": 2, "trace": False}}, token=tokens[who])
+        assert status == 200, body
+        trace_id = codec.decode(body["result"]).trace_id
+        assert (trace_id is not None) is traced, who
+        if traced:
+            assert running.call("GET", f"/api/v1/trace?id={trace_id}", token=tokens[who])[0] == 200
 
 
 # -- the advert ----------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 Routes:
     GET  /healthz              liveness: {"status": "ok"} (no token needed, nothing else told)
     GET  /metrics              Prometheus text: requests and latency per endpoint, index generation,
-                               fragments, traces
+                               fragments, traces (the whole workspace's: admin and owner tokens only, 403)
     GET  /api/v1               the commands served, with their parameters
     POST /api/v1/cli           {"argv": [...], "cwd", "files", "columns"}: a command line, run here as
                                the token's principal: {"exit", "stdout", "stderr"} (the CLI's client)
@@ -167,7 +167,7 @@ def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Met
     from starlette.responses import JSONResponse, PlainTextResponse, Response
     from starlette.routing import Mount, Route
 
-    from ..errors import UserError
+    from ..errors import PermissionDenied, UserError
     from ..mcp.http import http_app
 
     log = log or Log()
@@ -202,7 +202,16 @@ def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Met
         return JSONResponse({"status": "ok"})
 
     async def metrics_text(request: Request):
-        text = await anyio.to_thread.run_sync(lambda: metrics.render(lambda: _gauges(wb)), limiter=limiters["other"])
+        caller: Caller = request.scope["state"]["caller"]
+
+        def render() -> str:
+            figures = dict(wb.health(principal=caller.principal))  # refused unless admin: workspace-wide
+            return metrics.render(lambda: figures)
+
+        try:
+            text = await anyio.to_thread.run_sync(render, limiter=limiters["other"])
+        except PermissionDenied as e:
+            return JSONResponse({"error": e.message}, status_code=403)
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     async def commands(request: Request):
@@ -360,8 +369,3 @@ async def _json_body(request) -> Any:
 def _command_name(argv: list[str]) -> str:
     words = [a for a in argv[:2] if not a.startswith("-")]
     return " ".join(words[:2]) if words[:1] in (["set"], ["token"], ["antipattern"]) else (words[0] if words else "")
-
-
-def _gauges(wb) -> dict[str, float]:
-    return dict(wb.health())
-

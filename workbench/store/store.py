@@ -17,6 +17,7 @@ from ..errors import ReadOnly, StoreError
 from ..models import Content, Fragment, Scope, Version, utcnow
 from . import migrations
 from .connect import keep_private, open_database, read_only_message
+from .counts import CountQueries
 from .curation import CurationQueries
 from .export import ExportQueries
 from .fts import FtsQueries
@@ -33,7 +34,7 @@ _FRAGMENT_COLS = ("id, version, kind, title, body, org, repo, persona, session, 
 
 
 class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, OverrideQueries, TokenQueries,
-            ProposalQueries):
+            ProposalQueries, CountQueries):
     """One open workspace database.
 
     ``read_only``: None (default) opens read-write when the file system allows it and
