@@ -12,7 +12,11 @@ keeps it, see long_lived.py), and in this process, with asyncio and httpx:
   stress test of 5+ writes a second);
 - for ``--seconds`` (60);
 - beside ``--busy`` (0) busy neighbours: processes spinning a pure-Python loop, as other tenants of a
-  shared machine do.
+  shared machine do;
+- and beside ``--attack`` (0) bad-token requests per minute, evenly spaced, from the same address
+  (127.0.0.1) as every good client: made-up ``wbt_`` tokens, as someone guessing would send (issue
+  26: the brake must slow them and never a good token). Their answers are counted apart (401, 429);
+  "errors" are the good clients' only.
 
 It reports throughput, p50 / p95 / p99 per operation, errors (anything but a deliberate conflict),
 conflicts, and lost updates: after the run, every acknowledged edit is looked up at the version the
@@ -219,8 +223,28 @@ async def curator(client, url: str, token: str, name: str, org: str, targets: li
             rec.error("curator", f"{type(e).__name__}: {e}")
 
 
+async def attacker(url: str, per_minute: float, until: float, answers: dict[str, int]) -> None:
+    """``per_minute`` requests with made-up tokens, evenly spaced, on a connection of its own."""
+    import httpx
+
+    rng = random.Random(26)
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    interval, next_at = 60.0 / per_minute, time.monotonic()
+    async with httpx.AsyncClient(timeout=60) as client:
+        while time.monotonic() < until:
+            token = f"wbt_{rng.getrandbits(48):012x}_{''.join(rng.choices(alphabet, k=43))}"
+            try:
+                r = await client.post(f"{url}/api/v1/search", json={"query": "deploy", "k": 10},
+                                      headers={"Authorization": f"Bearer {token}"})
+                answers[str(r.status_code)] += 1
+            except Exception as e:  # noqa: BLE001 - counted, like the good clients' failures
+                answers[type(e).__name__] += 1
+            next_at += interval
+            await _nap(next_at - time.monotonic(), until)
+
+
 async def drive(url: str, tokens: dict[str, str], args, queries: list[str], targets: dict[str, list[str]],
-                rec: Recorder) -> float:
+                rec: Recorder, attack_answers: dict[str, int]) -> float:
     import httpx
 
     limits = httpx.Limits(max_connections=args.agents + args.curators + 10)
@@ -236,6 +260,8 @@ async def drive(url: str, tokens: dict[str, str], args, queries: list[str], targ
             lead = leads[i % len(leads)]
             tasks.append(curator(client, url, tokens[lead], f"{lead}-{i}", lead.replace("lead", "org"), targets[lead],
                                  rec, until, random.Random(rng.random()), args.curator_pause))
+        if args.attack > 0:
+            tasks.append(attacker(url, args.attack, until, attack_answers))
         await asyncio.gather(*tasks)
         return time.monotonic() - start
 
@@ -300,11 +326,12 @@ def run(args) -> dict[str, Any]:
         url = record["url"]
         tokens["owner"] = (ws / "server.token").read_text().strip()
         rec = Recorder()
+        attack_answers: dict[str, int] = defaultdict(int)
         busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"], stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL) for _ in range(args.busy)]
         try:
             cpu_before = (_cpu_s(server.pid), time.process_time())
-            seconds = asyncio.run(drive(url, tokens, args, queries, targets, rec))
+            seconds = asyncio.run(drive(url, tokens, args, queries, targets, rec, attack_answers))
             cpu_after = (_cpu_s(server.pid), time.process_time())
         finally:
             for p in busy:
@@ -312,6 +339,7 @@ def run(args) -> dict[str, Any]:
                 p.wait()
         out: dict[str, Any] = {"fragments": args.fragments, "agents": args.agents, "curators": args.curators,
                                "curator_pause_s": args.curator_pause, "busy_neighbours": args.busy,
+                               "attack_per_minute": args.attack, "attack_answers": dict(sorted(attack_answers.items())),
                                "seconds": round(seconds, 1), "target_rate_per_s": args.rate, "built": built,
                                "server_start_s": round(start_s, 2), **rec.summary(seconds, args.warmup)}
         if None not in (cpu_before[0], cpu_after[0]):
@@ -380,6 +408,9 @@ def print_result(r: dict[str, Any]) -> None:
           f"SIGTERM exit {r['server_exit_on_sigterm']}")
     print(f"machine: 10M-addition Python loop {r['cpu_calibration_s']} s, load average {r['load_average']}, "
           f"busy neighbours {r.get('busy_neighbours', 0)}")
+    if r.get("attack_per_minute"):
+        print(f"attack: {r['attack_per_minute']} bad-token requests a minute from 127.0.0.1, answered "
+              + ", ".join(f"{k} × {v}" for k, v in r["attack_answers"].items()))
     print(f"cores used: server {r.get('server_cores_used')}, load generator {r['load_generator_cores_used']} (of 2)")
     print("server side, share answered within 50 ms: " + ", ".join(
         f"{e} {v}" for e, v in r.get("server_side_share_within_50ms", {}).items()))
@@ -403,6 +434,9 @@ def main() -> None:
     parser.add_argument("--busy", type=int, default=0,
                         help="busy neighbours: processes spinning a pure-Python loop beside the server for the run "
                              "(0; 1 is a shared machine with one other busy tenant, 2 fills both cores)")
+    parser.add_argument("--attack", type=float, default=0, metavar="N",
+                        help="N bad-token requests a minute beside the load, from the same address as the good "
+                             "clients (0; issue 26's test: 1000)")
     parser.add_argument("--server-log", action="store_true",
                         help="keep the server's JSON access log (one line a request) in server-load.log next to "
                              "the workspace, to see when requests were slow and what ran meanwhile")
