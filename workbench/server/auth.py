@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 WINDOW_S, BUDGET = 60.0, 20
-MAX_TRACKED = 10_000
+MAX_TRACKED = 4096  # addresses and ids remembered (~1 kB each); the least recently failed forgotten first
 _ID_PREFIX = re.compile(r"wbt_([0-9a-f]{12})_")
 
 
