@@ -15,7 +15,8 @@ keeps it, see long_lived.py), and in this process, with asyncio and httpx:
   shared machine do;
 - and beside ``--attack`` (0) bad-token requests per minute, evenly spaced, from the same address
   (127.0.0.1) as every good client: made-up ``wbt_`` tokens, as someone guessing would send (issue
-  26: the brake must slow them and never a good token). Their answers are counted apart (401, 429);
+  26: the brake must slow them and never a good token), from a process of its own (an attacker's
+  client work is not the good clients' event loop's). Their answers are counted apart (401, 429);
   "errors" are the good clients' only.
 
 It reports throughput, p50 / p95 / p99 per operation, errors (anything but a deliberate conflict),
@@ -243,8 +244,20 @@ async def attacker(url: str, per_minute: float, until: float, answers: dict[str,
             await _nap(next_at - time.monotonic(), until)
 
 
+def attack_process(url: str, per_minute: float, seconds: float) -> subprocess.Popen:
+    """The attacker, in its own process: prints its answers' counts as JSON when it ends."""
+    return subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--attacker", url, str(per_minute),
+                             str(seconds)], stdout=subprocess.PIPE, text=True)
+
+
+def _attacker_main(url: str, per_minute: float, seconds: float) -> None:
+    answers: dict[str, int] = defaultdict(int)
+    asyncio.run(attacker(url, per_minute, time.monotonic() + seconds, answers))
+    print(json.dumps(dict(sorted(answers.items()))))
+
+
 async def drive(url: str, tokens: dict[str, str], args, queries: list[str], targets: dict[str, list[str]],
-                rec: Recorder, attack_answers: dict[str, int]) -> float:
+                rec: Recorder) -> float:
     import httpx
 
     limits = httpx.Limits(max_connections=args.agents + args.curators + 10)
@@ -260,8 +273,6 @@ async def drive(url: str, tokens: dict[str, str], args, queries: list[str], targ
             lead = leads[i % len(leads)]
             tasks.append(curator(client, url, tokens[lead], f"{lead}-{i}", lead.replace("lead", "org"), targets[lead],
                                  rec, until, random.Random(rng.random()), args.curator_pause))
-        if args.attack > 0:
-            tasks.append(attacker(url, args.attack, until, attack_answers))
         await asyncio.gather(*tasks)
         return time.monotonic() - start
 
@@ -326,20 +337,21 @@ def run(args) -> dict[str, Any]:
         url = record["url"]
         tokens["owner"] = (ws / "server.token").read_text().strip()
         rec = Recorder()
-        attack_answers: dict[str, int] = defaultdict(int)
+        attack = attack_process(url, args.attack, args.seconds) if args.attack > 0 else None
         busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"], stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL) for _ in range(args.busy)]
         try:
             cpu_before = (_cpu_s(server.pid), time.process_time())
-            seconds = asyncio.run(drive(url, tokens, args, queries, targets, rec, attack_answers))
+            seconds = asyncio.run(drive(url, tokens, args, queries, targets, rec))
             cpu_after = (_cpu_s(server.pid), time.process_time())
         finally:
             for p in busy:
                 p.kill()
                 p.wait()
+            attack_answers = json.loads(attack.communicate(timeout=120)[0] or "{}") if attack else {}
         out: dict[str, Any] = {"fragments": args.fragments, "agents": args.agents, "curators": args.curators,
                                "curator_pause_s": args.curator_pause, "busy_neighbours": args.busy,
-                               "attack_per_minute": args.attack, "attack_answers": dict(sorted(attack_answers.items())),
+                               "attack_per_minute": args.attack, "attack_answers": attack_answers,
                                "seconds": round(seconds, 1), "target_rate_per_s": args.rate, "built": built,
                                "server_start_s": round(start_s, 2), **rec.summary(seconds, args.warmup)}
         if None not in (cpu_before[0], cpu_after[0]):
@@ -419,6 +431,9 @@ def print_result(r: dict[str, Any]) -> None:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--attacker"]:  # the attacker's own process (``attack_process``)
+        _attacker_main(sys.argv[2], float(sys.argv[3]), float(sys.argv[4]))
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fragments", type=int, default=10000, help="fragments in the built workspace (10000)")
     parser.add_argument("--workspace", type=Path, help="build (or reuse) the workspace here and keep it")
