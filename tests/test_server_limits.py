@@ -210,8 +210,9 @@ def test_connections_past_the_cap_are_refused_at_once(limited):
 def test_every_log_line_is_json_uvicorns_own_included(limited):
     running, _ = limited
     for garbage in (b"NOT HTTP AT ALL\r\n\r\n", b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: x\r\n\r\n"):
-        status = int(exchange(running, garbage).split()[1])
-        assert status == 400
+        status, body, headers = answer(exchange(running, garbage))
+        assert status == 400 and "not a valid HTTP request" in body["error"], body  # JSON, as every error
+        assert headers["content-type"] == "application/json"
     time.sleep(0.3)
     lines = running.log.read_text().splitlines()
     assert lines and all(json.loads(line)["ts"] for line in lines), [x for x in lines if not x.startswith("{")]

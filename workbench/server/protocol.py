@@ -9,6 +9,9 @@
   at once, before it is read, so a flood of connections cannot exhaust the descriptors the
   server needs for its own files and its good clients (those already connected keep going).
 
+And a request h11 cannot parse is answered as every other error of the server: a 400 with a JSON
+``{"error"}`` (uvicorn's own is plain text).
+
 Chosen here rather than by uvicorn's ``limit_concurrency``, which answers 503 only once a
 request arrives, so idle connections over the limit still pile up. The protocol is h11 always
 (uvicorn's "auto" switches to httptools when that is installed, which these hooks do not fit).
@@ -58,6 +61,16 @@ def protocol_class(*, request_timeout: float, max_connections: int):
         def connection_lost(self, exc) -> None:
             self._disarm_head()
             super().connection_lost(exc)
+
+        def send_400_response(self, msg: str) -> None:
+            """uvicorn's answer to a request h11 cannot parse, as every other error here: JSON."""
+            data = json.dumps({"error": f"not a valid HTTP request ({msg.rstrip('.')})"}).encode()
+            self.transport.write(self.conn.send(h11.Response(status_code=400, reason=b"Bad Request", headers=[
+                (b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()),
+                (b"connection", b"close")])))
+            self.transport.write(self.conn.send(h11.Data(data=data)))
+            self.transport.write(self.conn.send(h11.EndOfMessage()))
+            self.transport.close()
 
         def _watch_head(self) -> None:
             """Between requests, with anything received since the last answer (part of the next
