@@ -218,3 +218,14 @@ def test_every_log_line_is_json_uvicorns_own_included(limited):
     assert lines and all(json.loads(line)["ts"] for line in lines), [x for x in lines if not x.startswith("{")]
     events = [json.loads(line) for line in lines]
     assert any(e.get("logger") == "uvicorn.error" and "Invalid HTTP request" in e["message"] for e in events)
+
+
+@pytest.mark.parametrize("args, words", [(("--request-timeout", "0"), "--request-timeout"),
+                                         (("--request-timeout", "nan"), "--request-timeout"),
+                                         (("--max-connections", "0"), "--max-connections")])
+def test_bounds_out_of_range_are_refused_before_serving(workspace, args, words):
+    from conftest import run_cli
+
+    r = run_cli("server", "--port", "0", *args, workspace=workspace)
+    assert r.returncode == 2 and words in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not (workspace / "server.json").exists()
