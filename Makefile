@@ -7,7 +7,7 @@ DEMO   := .workbench
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test test-fast install workspace clean browser inspector
+.PHONY: demo test test-fast install workspace clean browser inspector promtool
 
 install: $(STAMP)
 
@@ -42,7 +42,7 @@ demo: workspace
 # idles behind the other's long tests (6 min 10 s against 6 min 43 s with xdist's default split).
 # The CLI runs in-process in tests except where a real process is the point, and the sample
 # workspace is built once per run.
-test: $(STAMP) browser inspector
+test: $(STAMP) browser inspector promtool
 	$(BIN)/python -m pytest -q -n 2 --dist worksteal
 
 # Headless Chromium (Debian's package) for the test that opens `workbench serve` in a real browser;
@@ -62,6 +62,14 @@ inspector:
 	  npm install --silent --no-audit --no-fund --prefix $(INSPECTOR) node-linux-$(NODE_ARCH)@22.23.5 \
 	    @modelcontextprotocol/inspector@2.12.0 >/dev/null 2>&1; } \
 	  || echo "the MCP Inspector cannot be installed here (no npm or no registry): its test will be skipped"
+
+# Prometheus's checker (Debian's prometheus package provides /usr/bin/promtool) for the test that runs
+# `promtool check metrics` on a real /metrics; installed the same way, otherwise that test is skipped.
+promtool:
+	@command -v promtool >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	  { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+	    prometheus >/dev/null; } \
+	  || echo "promtool is not installed and cannot be here: the promtool test will be skipped"; }
 
 # The inner loop: the core, the CLI and every rule, without the TUI face, whole-process tests and
 # slow runs, and with a quarter of the property-test examples. `make test` runs everything.

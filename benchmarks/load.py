@@ -12,7 +12,12 @@ keeps it, see long_lived.py), and in this process, with asyncio and httpx:
   stress test of 5+ writes a second);
 - for ``--seconds`` (60);
 - beside ``--busy`` (0) busy neighbours: processes spinning a pure-Python loop, as other tenants of a
-  shared machine do.
+  shared machine do;
+- and beside ``--attack`` (0) bad-token requests per minute, evenly spaced, from the same address
+  (127.0.0.1) as every good client: made-up ``wbt_`` tokens, as someone guessing would send (issue
+  26: the brake must slow them and never a good token), from a process of its own (an attacker's
+  client work is not the good clients' event loop's). Their answers are counted apart (401, 429);
+  "errors" are the good clients' only.
 
 It reports throughput, p50 / p95 / p99 per operation, errors (anything but a deliberate conflict),
 conflicts, and lost updates: after the run, every acknowledged edit is looked up at the version the
@@ -219,6 +224,54 @@ async def curator(client, url: str, token: str, name: str, org: str, targets: li
             rec.error("curator", f"{type(e).__name__}: {e}")
 
 
+async def attacker(url: str, per_minute: float, until: float, answers: dict[str, int]) -> None:
+    """``per_minute`` requests with made-up tokens, evenly spaced, over one kept-alive connection
+    written by hand (a lean client: on these shared cores the attacker's own work should cost the
+    good clients as little as it can, so what is measured is the server's)."""
+    from urllib.parse import urlsplit
+
+    where = urlsplit(url)
+    rng = random.Random(26)
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    interval, next_at = 60.0 / per_minute, time.monotonic()
+    reader = writer = None
+    while time.monotonic() < until:
+        token = f"wbt_{rng.getrandbits(48):012x}_{''.join(rng.choices(alphabet, k=43))}"
+        try:
+            if writer is None:
+                reader, writer = await asyncio.open_connection(where.hostname, where.port)
+            writer.write(f"GET /api/v1/search?query=deploy&k=10 HTTP/1.1\r\nHost: {where.netloc}\r\n"
+                         f"Authorization: Bearer {token}\r\n\r\n".encode())
+            head = await reader.readuntil(b"\r\n\r\n")
+            lines = head.decode("latin-1").split("\r\n")
+            length = next((int(v) for k, _, v in (x.partition(":") for x in lines[1:])
+                           if k.strip().lower() == "content-length"), 0)
+            await reader.readexactly(length)
+            answers[lines[0].split()[1]] += 1
+            if any(x.lower().replace(" ", "") == "connection:close" for x in lines[1:]):
+                writer.close()
+                reader = writer = None
+        except Exception as e:  # noqa: BLE001 - counted, like the good clients' failures
+            answers[type(e).__name__] += 1
+            reader = writer = None
+        next_at += interval
+        await _nap(next_at - time.monotonic(), until)
+    if writer is not None:
+        writer.close()
+
+
+def attack_process(url: str, per_minute: float, seconds: float) -> subprocess.Popen:
+    """The attacker, in its own process: prints its answers' counts as JSON when it ends."""
+    return subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--attacker", url, str(per_minute),
+                             str(seconds)], stdout=subprocess.PIPE, text=True)
+
+
+def _attacker_main(url: str, per_minute: float, seconds: float) -> None:
+    answers: dict[str, int] = defaultdict(int)
+    asyncio.run(attacker(url, per_minute, time.monotonic() + seconds, answers))
+    print(json.dumps(dict(sorted(answers.items()))))
+
+
 async def drive(url: str, tokens: dict[str, str], args, queries: list[str], targets: dict[str, list[str]],
                 rec: Recorder) -> float:
     import httpx
@@ -300,6 +353,7 @@ def run(args) -> dict[str, Any]:
         url = record["url"]
         tokens["owner"] = (ws / "server.token").read_text().strip()
         rec = Recorder()
+        attack = attack_process(url, args.attack, args.seconds) if args.attack > 0 else None
         busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"], stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL) for _ in range(args.busy)]
         try:
@@ -310,8 +364,10 @@ def run(args) -> dict[str, Any]:
             for p in busy:
                 p.kill()
                 p.wait()
+            attack_answers = json.loads(attack.communicate(timeout=120)[0] or "{}") if attack else {}
         out: dict[str, Any] = {"fragments": args.fragments, "agents": args.agents, "curators": args.curators,
                                "curator_pause_s": args.curator_pause, "busy_neighbours": args.busy,
+                               "attack_per_minute": args.attack, "attack_answers": attack_answers,
                                "seconds": round(seconds, 1), "target_rate_per_s": args.rate, "built": built,
                                "server_start_s": round(start_s, 2), **rec.summary(seconds, args.warmup)}
         if None not in (cpu_before[0], cpu_after[0]):
@@ -380,6 +436,9 @@ def print_result(r: dict[str, Any]) -> None:
           f"SIGTERM exit {r['server_exit_on_sigterm']}")
     print(f"machine: 10M-addition Python loop {r['cpu_calibration_s']} s, load average {r['load_average']}, "
           f"busy neighbours {r.get('busy_neighbours', 0)}")
+    if r.get("attack_per_minute"):
+        print(f"attack: {r['attack_per_minute']} bad-token requests a minute from 127.0.0.1, answered "
+              + ", ".join(f"{k} × {v}" for k, v in r["attack_answers"].items()))
     print(f"cores used: server {r.get('server_cores_used')}, load generator {r['load_generator_cores_used']} (of 2)")
     print("server side, share answered within 50 ms: " + ", ".join(
         f"{e} {v}" for e, v in r.get("server_side_share_within_50ms", {}).items()))
@@ -388,6 +447,9 @@ def print_result(r: dict[str, Any]) -> None:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--attacker"]:  # the attacker's own process (``attack_process``)
+        _attacker_main(sys.argv[2], float(sys.argv[3]), float(sys.argv[4]))
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fragments", type=int, default=10000, help="fragments in the built workspace (10000)")
     parser.add_argument("--workspace", type=Path, help="build (or reuse) the workspace here and keep it")
@@ -403,6 +465,9 @@ def main() -> None:
     parser.add_argument("--busy", type=int, default=0,
                         help="busy neighbours: processes spinning a pure-Python loop beside the server for the run "
                              "(0; 1 is a shared machine with one other busy tenant, 2 fills both cores)")
+    parser.add_argument("--attack", type=float, default=0, metavar="N",
+                        help="N bad-token requests a minute beside the load, from the same address as the good "
+                             "clients (0; issue 26's test: 1000)")
     parser.add_argument("--server-log", action="store_true",
                         help="keep the server's JSON access log (one line a request) in server-load.log next to "
                              "the workspace, to see when requests were slow and what ran meanwhile")

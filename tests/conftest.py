@@ -157,7 +157,7 @@ def sample_wb(sample_workspace_template, tmp_path_factory):
         yield bench
 
 
-PROCESS_FILES = {"test_packaging.py", "test_server.py", "test_server_faults.py", "test_crash_and_busy.py", "test_mcp.py", "test_mcp_wire.py",
+PROCESS_FILES = {"test_packaging.py", "test_server.py", "test_server_faults.py", "test_server_limits.py", "test_crash_and_busy.py", "test_mcp.py", "test_mcp_wire.py",
                  "test_readonly.py", "test_mcp_relay.py"}
 
 

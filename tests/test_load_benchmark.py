@@ -21,7 +21,8 @@ def test_the_load_benchmark_runs_end_to_end_and_ends_on_time(tmp_path: Path):
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "load.py"), "--fragments", "300",
                            "--workspace", str(tmp_path / "ws"), "--agents", "4", "--curators", "2",
                            "--seconds", str(seconds), "--warmup", "1", "--rate", "4", "--curator-pause", "3",
-                           "--busy", "1", "--json"], capture_output=True, text=True, timeout=600, cwd=ROOT)
+                           "--busy", "1", "--attack", "600", "--json"], capture_output=True, text=True, timeout=600,
+                          cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout)
     assert report["errors"] == 0, report["error_examples"]
@@ -34,6 +35,10 @@ def test_the_load_benchmark_runs_end_to_end_and_ends_on_time(tmp_path: Path):
     assert report["server_exit_on_sigterm"] == 0 and report["advert_removed"]
     # the busy neighbour ran beside the server for the run, and is gone with it
     assert report["busy_neighbours"] == 1
+    # ~60 bad tokens from 127.0.0.1 beside the good clients: braked past 20, and no good client was
+    # refused (errors above counts only theirs)
+    answers = report["attack_answers"]
+    assert answers.get("401") == 20 and answers.get("429", 0) >= 20 and set(answers) == {"401", "429"}, answers
     assert not _spinning(), "a busy neighbour outlived the benchmark"
 
 

@@ -213,19 +213,48 @@ def test_paths_on_the_server_need_an_admin_token(team, tmp_path):
     assert any((tmp_path / "out").rglob("*.md"))
 
 
-def test_too_many_failures_brake_that_address_but_not_a_good_token(sample_workspace):
+def test_a_flood_of_bad_tokens_brakes_only_the_failures(sample_workspace):
+    """The lock-out of issue 26: twenty wrong tokens from 127.0.0.1 used to answer 429 to every token
+    not used in the last 5 s, agents', curators' and the owner's own included."""
     from workbench import Workbench
 
     with Workbench.open(sample_workspace) as wb:
-        good = wb.token_create("marco.bianchi").token
+        good = {name: wb.token_create(name).token for name in ("agent.nw-coder", "marco.bianchi", "priya.raman")}
     with server(sample_workspace) as running:  # its own server: the brake lasts a minute for 127.0.0.1
-        assert running.call("GET", "/api/v1", token=good)[0] == 200  # known good before the storm
         statuses = [running.call("GET", "/api/v1", token=f"wbt_{i:012x}_guess")[0] for i in range(25)]
         assert statuses[:20] == [401] * 20 and set(statuses[20:]) == {429}, statuses
         assert [running.call("GET", "/api/v1")[0] for _ in range(3)] == [401] * 3  # no token: 401, not braked
-        assert running.call("GET", "/api/v1", token=good)[0] == 200
-        metrics = running.call("GET", "/metrics", token=good)[1]
+        for token in [*good.values(), running.owner]:  # none of them used before the flood
+            assert running.call("GET", "/api/v1/pins", token=token)[0] == 200
+        r = run_cli_process("pins", "--json", workspace=sample_workspace)  # the owner's CLI, through the advert
+        assert r.returncode == 0, r.stderr
+        metrics = running.call("GET", "/metrics", token=good["priya.raman"])[1]
         assert 'workbench_auth_failures_total{reason="braked"} 5' in metrics
+
+
+def test_a_revocation_takes_effect_at_the_next_request_on_every_path(team):
+    """The gate learns from the core, whichever face revoked (it used to forget its cache only when
+    a command line's first word was ``token``)."""
+    running, tokens = team
+    made = [running.call("POST", "/api/v1/token/create", {"for_principal": "marco.bianchi"}, token=tokens["marco"])[1]
+            for _ in range(4)]
+    paths = [
+        lambda t: running.call("POST", "/api/v1/token/revoke", {"token_id": t["id"]}, token=tokens["marco"]),
+        lambda t: running.call("POST", "/api/v1/cli", {"argv": ["token", "revoke", t["id"], "--json"]},
+                               token=tokens["marco"]),
+        lambda t: running.call("POST", "/api/v1/cli", {"argv": ["--workspace", str(running.root), "token",
+                                                                "revoke", t["id"]]}, token=tokens["admin"]),
+        lambda t: run_cli_process("token", "revoke", t["id"], "--as", "priya.raman", "--json",
+                                  env={"WORKBENCH_URL": running.url, "WORKBENCH_TOKEN": tokens["admin"]}),
+    ]
+    for issued, revoke in zip(made, paths):
+        assert running.call("GET", "/api/v1/pins", token=issued["token"])[0] == 200  # known good just now
+        done = revoke(issued)
+        assert (done.returncode if hasattr(done, "returncode") else done[0]) in (0, 200), done
+        assert running.call("GET", "/api/v1/pins", token=issued["token"])[0] == 401, revoke
+        status, _, _ = mcp(running, issued["token"], "initialize", {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}})
+        assert status == 401
 
 
 # -- the API and the CLI through it ------------------------------------------------------------------
@@ -327,7 +356,7 @@ def test_parallel_edits_all_land_and_a_stale_base_is_a_conflict(team, tmp_path):
 def test_metrics_count_requests_and_report_the_index(team):
     running, tokens = team
     running.call("GET", "/api/v1/search?query=deploy&k=1", token=tokens["marco"])
-    text = running.call("GET", "/metrics", token=tokens["marco"])[1]
+    text = running.call("GET", "/metrics", token=tokens["admin"])[1]
     assert 'workbench_requests_total{endpoint="api search",status="200"}' in text
     assert 'workbench_request_seconds_bucket{endpoint="api search",le="+Inf"}' in text
     assert re.search(r"^workbench_fragments 1\d\d$", text, re.M), text
@@ -337,6 +366,69 @@ def test_metrics_count_requests_and_report_the_index(team):
                for e in log)
 
 
+def test_promtool_accepts_the_metrics(team):
+    """Prometheus's own checker (Debian's prometheus package; `make test` installs it) on a real scrape."""
+    import subprocess
+
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.skip("promtool is not installed (apt-get install prometheus; `make test` installs it as root)")
+    running, tokens = team
+    running.call("GET", "/api/v1/search?query=deploy&k=1", token=tokens["marco"])
+    running.call("GET", "/api/v1", token="wbt_0123456789ab_wrong")  # an auth failure counted too
+    status, text, _ = running.call("GET", "/metrics", token=tokens["admin"])
+    assert status == 200 and "workbench_auth_failures_total" in text
+    checked = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60,
+                             check=False)
+    assert checked.returncode == 0 and not checked.stdout.strip() and not checked.stderr.strip(), \
+        (checked.stdout, checked.stderr)
+    for name in re.findall(r"^workbench_(\w+?)(?:_bucket|_sum|_count)?[{ ]", text, re.MULTILINE):
+        assert f"# HELP workbench_{name} " in text or re.search(rf"# HELP workbench_{name}\b", text), name
+
+
+def test_workspace_wide_figures_are_for_admin_tokens(team):
+    """/metrics answers 403 to a non-admin (the server's figures are everyone's: there is no
+    "visible" version of a request rate); info counts what a non-admin sees, on every path."""
+    from workbench.server import codec
+
+    running, tokens = team
+    for who in ("marco", "agent"):
+        status, body, _ = running.call("GET", "/metrics", token=tokens[who])
+        assert status == 403 and "admin" in body["error"], body
+    for who in ("admin", None):
+        assert running.call("GET", "/metrics", token=tokens[who] if who else running.owner)[0] == 200
+    whole = running.call("GET", "/api/v1/info", token=running.owner)[1]
+    assert running.call("GET", "/api/v1/info", token=tokens["admin"])[1] == whole and "counted_for" not in whole
+    mine = running.call("GET", "/api/v1/info", token=tokens["marco"])[1]
+    assert mine["counted_for"] == "marco.bianchi"
+    assert 0 < mine["fragments"] < whole["fragments"] and mine["versions"] < whole["versions"]
+    assert running.call("GET", "/api/v1/info?as=priya.raman", token=tokens["marco"])[1] == mine  # --as ignored
+    ran = running.call("POST", "/api/v1/cli", {"argv": ["info", "--json"]}, token=tokens["marco"])[1]
+    assert json.loads(ran["stdout"]) == mine
+    status, body, _ = running.call("POST", "/api/v1/rpc/stats", {}, token=tokens["marco"])
+    assert status == 200 and codec.decode(body["result"]) == {k: v for k, v in mine.items()
+                                                               if k in ("fragments", "versions", "events",
+                                                                        "counted_for")}
+    status, body, _ = running.call("POST", "/api/v1/rpc/health", {}, token=tokens["marco"])
+    assert status != 200 and body["error"]["type"] == "PermissionDenied"
+
+
+def test_a_non_admin_cannot_search_untraced(team):
+    """``trace=False`` (the TUI's own searches) is honoured for an admin only: anyone else's call is
+    traced, so it counts in gaps and usage like any other."""
+    from workbench.server import codec
+
+    running, tokens = team
+    for who, traced in (("marco", True), ("agent", True), ("admin", False)):
+        status, body, _ = running.call("POST", "/api/v1/rpc/search", {
+            "args": ["customer charged twice"], "kwargs": {"k": 2, "trace": False}}, token=tokens[who])
+        assert status == 200, body
+        trace_id = codec.decode(body["result"]).trace_id
+        assert (trace_id is not None) is traced, who
+        if traced:
+            assert running.call("GET", f"/api/v1/trace?id={trace_id}", token=tokens[who])[0] == 200
+
+
 # -- the advert ----------------------------------------------------------------------------------------
 
 
@@ -344,6 +436,7 @@ def test_the_advert_goes_with_the_server_and_a_stale_one_is_ignored(sample_works
     running = start_server(sample_workspace)
     assert json.loads((sample_workspace / "server.json").read_text())["pid"] == running.process.pid
     assert oct((sample_workspace / "server.token").stat().st_mode & 0o777) == "0o600"
+    assert oct((sample_workspace / "server.json").stat().st_mode & 0o777) == "0o600"
     r = run_cli("list", "--json", "--as", "marco.bianchi", workspace=sample_workspace)
     assert r.returncode == 0, r.stderr  # through the server (the file is locked by it)
     stop_server(running, signal.SIGKILL)

@@ -92,7 +92,7 @@ async def test_the_tui_opens_as_a_client_and_a_search_shows_the_servers_hits(tea
         await until(pilot, lambda: screen.result is not None)
         assert screen.query_one("#results").row_count == len(screen.hits) > 0
         assert screen.hits[0].fragment.scope.org == "northwind" and screen.result.query == "customer charged twice"
-    metrics = running.call("GET", "/metrics", token=tokens["marco"])[1]
+    metrics = running.call("GET", "/metrics", token=tokens["admin"])[1]  # (workspace-wide: admin tokens only)
     assert 'workbench_requests_total{endpoint="rpc search",status="200"}' in metrics
     assert 'workbench_requests_total{endpoint="rpc browse",status="200"}' in metrics
 

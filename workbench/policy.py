@@ -28,6 +28,8 @@ module turns it into a decision for each action:
     manage a token             the local administrator (no actor: whoever runs the CLI on the
       (create, list, revoke)   database file), an admin principal for any principal's tokens,
                                any principal for its own (``may_manage_token``)
+    workspace-wide figures     the local administrator and admin principals; others are counted
+      (info, /metrics)         only what they see, or refused (``sees_workspace_totals``)
     propose in scope S         any principal who can see S (its own session scope included); a
                                scope it cannot see is refused like one that does not exist
     review (accept / reject)   a reviewer of the proposal (see below) who can see the scope it
@@ -395,6 +397,13 @@ def may_manage_token(actor: Principal | None, owner: str) -> bool:
     return actor.admin or actor.name == owner
 
 
+def sees_workspace_totals(actor: Principal | None) -> bool:
+    """May ``actor`` see figures about the whole workspace (``info``'s counts, the server's
+    /metrics: every fragment, version, event, trace and request, whoever they belong to)? The local
+    administrator (``None``) and admin principals; anyone else is told only about what it sees."""
+    return actor is None or actor.admin
+
+
 def taken_message(fragment_id: str) -> str:
     """What a create says when the id belongs to a fragment the actor may not see. Ids are one
     namespace per workspace, so a create cannot succeed; the message names no scope, owner or title."""
@@ -402,5 +411,5 @@ def taken_message(fragment_id: str) -> str:
 
 
 __all__ = ["Decision", "ACTIONS", "RULES", "may", "require", "may_write", "require_write", "write_action", "sees",
-           "sees_scope", "sees_query", "taken_message", "may_manage_token", "call_scopes",
+           "sees_scope", "sees_query", "taken_message", "may_manage_token", "sees_workspace_totals", "call_scopes",
            "proposed_by", "authored", "reviews"]

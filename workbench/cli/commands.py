@@ -288,12 +288,15 @@ def export_files(dir, force, scope, principal, allow_secret, as_json):
         print(f"wrote {len(written)} fragment files to {dir}")
 
 
-@command("info", "Show the workspace location, schema version and counts.", "workbench info --json")
+@command("info", "Show the workspace location, schema version and counts (the whole workspace's for an admin; "
+         "anyone else's count what they see).", "workbench info --json\nworkbench info --as marco.bianchi")
+@as_option("count only what this principal sees, unless it is an admin (default: the whole workspace, as the "
+           "local administrator; through a team server, a non-admin token always counts its own)")
 @json_option()
-def info(as_json):
+def info(principal, as_json):
     with open_workbench() as wb:
         data = {"workspace": str(wb.root), "name": wb.config.name,
-                "schema_versions": wb.store.schema_versions(), **wb.stats()}
+                "schema_versions": wb.store.schema_versions(), **wb.stats(principal=principal)}
     if as_json:
         emit_json(data)
     else:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import click
 
-from .options import INT, command, workspace
+from ..server.limits import REQUEST_TIMEOUT_S
+from ..server.protocol import MAX_CONNECTIONS
+from .options import FLOAT, INT, command, workspace
 
 
 @command("server", "Hold the workspace and serve it to a team: the JSON API (/api/v1), MCP over streamable "
@@ -24,16 +26,26 @@ from .options import INT, command, workspace
                    "SCHEME://NAME:* or *); requests without Origin or from the same origin need none "
                    "(with server.allowed_origins in workbench.yaml)")
 @click.option("--quiet", is_flag=True, help="log warnings and errors only (not every request)")
-def server(host, port, allow_hosts, allow_origins, quiet):
+@click.option("--request-timeout", type=FLOAT, default=REQUEST_TIMEOUT_S, show_default=True, metavar="SECONDS",
+              help="a request's line and headers must arrive within this many seconds of its first byte, and "
+                   "its body may pause no longer (slow or stalled clients are disconnected)")
+@click.option("--max-connections", type=INT, default=MAX_CONNECTIONS, show_default=True, metavar="N",
+              help="open connections at most; past it a new one is answered 503 and closed")
+def server(host, port, allow_hosts, allow_origins, quiet, request_timeout, max_connections):
     from ..errors import UserError
     from ..server.run import serve
     from .remote import CommandApi, route_output
 
     if not 0 <= port < 65536:
         raise UserError(f"--port {port} is not a port number")
+    if not 0 < request_timeout <= 3600:
+        raise UserError(f"--request-timeout must be more than 0 and at most 3600 seconds, not {request_timeout:g}")
+    if not 1 <= max_connections <= 1_000_000:
+        raise UserError(f"--max-connections must be from 1 to 1000000, not {max_connections}")
     root = click.get_current_context().find_root().command
     serve(workspace(), host=host, port=port, api=CommandApi(root), route_output=route_output, quiet=quiet,
-          allow_hosts=allow_hosts, allow_origins=allow_origins)
+          allow_hosts=allow_hosts, allow_origins=allow_origins, request_timeout=request_timeout,
+          max_connections=max_connections)
 
 
 COMMANDS = [server]

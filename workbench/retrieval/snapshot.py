@@ -10,7 +10,8 @@ model or chunker is ignored (and rebuilt).
 
 Writes are atomic: files go to a fresh ``tmp-*`` folder, are flushed to disk, and the folder is
 renamed to ``base-<n>``; ``CURRENT`` (written to a temporary file and renamed over) then names
-it. A process killed at any point leaves either the old snapshot or the new one, never half of
+it. Its files are as readable as the database they derive from (a private workspace's are this
+user's alone, 0600; a workspace whose database others may read shares its index with them). A process killed at any point leaves either the old snapshot or the new one, never half of
 one; stale folders are swept on the next save. Readers that memory-mapped an old folder keep
 their mapping after it is removed (POSIX).
 """
@@ -86,25 +87,28 @@ def load(db_path: Path, *, model: str, chunker: str) -> Snapshot | None:
 def save(db_path: Path, snapshot: Snapshot, *, model: str, chunker: str) -> bool:
     """Write ``snapshot`` atomically and make it current; False when it cannot be written."""
     root = folder(db_path)
+    file_mode, folder_mode = _modes(db_path)
     try:
         root.mkdir(exist_ok=True)
+        os.chmod(root, folder_mode)
         tmp = Path(tempfile.mkdtemp(prefix="tmp-", dir=root))
-        os.chmod(tmp, 0o777 & ~_umask())  # readable by whoever may read the workspace
+        os.chmod(tmp, folder_mode)  # readable by whoever may read the workspace
         try:
-            _write(tmp / "meta.json", json.dumps({**_meta(model, chunker), "n": int(snapshot.postings.n)}).encode())
+            _write(tmp / "meta.json", json.dumps({**_meta(model, chunker), "n": int(snapshot.postings.n)}).encode(),
+                   file_mode)
             _write(tmp / "docs.json", json.dumps({"ids": snapshot.ids.tolist(),
                                                   "content": snapshot.content_hashes.tolist(),
-                                                  "text": snapshot.text_hashes.tolist()}).encode())
-            _write(tmp / "vocab.json", json.dumps(snapshot.vocabulary).encode())
+                                                  "text": snapshot.text_hashes.tolist()}).encode(), file_mode)
+            _write(tmp / "vocab.json", json.dumps(snapshot.vocabulary).encode(), file_mode)
             p = snapshot.postings
             for name, array in (("indptr", p.indptr), ("doc", p.doc), ("tf", p.tf), ("lengths", p.lengths)):
-                _save_array(tmp / f"{name}.npy", np.ascontiguousarray(array))
+                _save_array(tmp / f"{name}.npy", np.ascontiguousarray(array), file_mode)
             if snapshot.vectors is not None:
-                _save_array(tmp / "vectors.npy", np.ascontiguousarray(snapshot.vectors, dtype=np.float32))
+                _save_array(tmp / "vectors.npy", np.ascontiguousarray(snapshot.vectors, dtype=np.float32), file_mode)
             serial = 1 + max((int(p.name[5:]) for p in root.glob("base-*") if p.name[5:].isdigit()), default=0)
             final = root / f"base-{serial}"
             os.rename(tmp, final)
-            _write(root / "CURRENT", final.name.encode())
+            _write(root / "CURRENT", final.name.encode(), file_mode)
             _fsync_dir(root)
         finally:
             if tmp.exists():
@@ -119,10 +123,13 @@ def save(db_path: Path, snapshot: Snapshot, *, model: str, chunker: str) -> bool
         return False
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+def _modes(db_path: Path) -> tuple[int, int]:
+    """(file mode, folder mode) for a snapshot: this user's, plus what the database grants others."""
+    try:
+        others = os.stat(db_path).st_mode & 0o066
+    except OSError:
+        others = 0
+    return 0o600 | others, 0o700 | others | ((others & 0o044) >> 2)
 
 
 def _young(path: Path, seconds: float = 600) -> bool:
@@ -134,22 +141,22 @@ def _young(path: Path, seconds: float = 600) -> bool:
         return False
 
 
-def _write(path: Path, data: bytes) -> None:
+def _write(path: Path, data: bytes, mode: int) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".part")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
 
 
-def _save_array(path: Path, array: np.ndarray) -> None:
-    with open(path, "wb") as f:
+def _save_array(path: Path, array: np.ndarray, mode: int) -> None:
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode), "wb") as f:
         np.save(f, array, allow_pickle=False)
         f.flush()
         os.fsync(f.fileno())

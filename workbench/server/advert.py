@@ -2,8 +2,9 @@
 
 ``server.json`` in the workspace folder names the server's address, its process id and host; it
 is written when the server starts listening and removed when it exits. A record whose process is
-gone (a server killed with -9) is stale and ignored. ``server.token`` beside it (mode 0600, so only
-the user who started the server can read it) holds the owner token: a command run by that user on
+gone (a server killed with -9) is stale and ignored. Both files are mode 0600 (in a workspace
+folder made 0700): ``server.token`` beside it, which only the user who started the server can
+read, holds the owner token: a command run by that user on
 this machine acts as the local command line always has (``--as`` honoured). Everyone else needs a
 token of their own (``workbench token create``).
 """
@@ -32,7 +33,7 @@ def write_advert(root: Path, url: str, owner_token: str) -> Path:
     """Publish the server (atomically: a reader sees the old record or the new one, never half)."""
     record = {"url": url, "pid": os.getpid(), "host": socket.gethostname()}
     _write(root / TOKEN, owner_token + "\n", 0o600)
-    _write(root / ADVERT, json.dumps(record) + "\n", 0o644)
+    _write(root / ADVERT, json.dumps(record) + "\n", 0o600)
     return root / ADVERT
 
 

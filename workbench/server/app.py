@@ -3,7 +3,7 @@
 Routes:
     GET  /healthz              liveness: {"status": "ok"} (no token needed, nothing else told)
     GET  /metrics              Prometheus text: requests and latency per endpoint, index generation,
-                               fragments, traces
+                               fragments, traces (the whole workspace's: admin and owner tokens only, 403)
     GET  /api/v1               the commands served, with their parameters
     POST /api/v1/cli           {"argv": [...], "cwd", "files", "columns"}: a command line, run here as
                                the token's principal: {"exit", "stdout", "stderr"} (the CLI's client)
@@ -37,6 +37,7 @@ from urllib.parse import parse_qsl
 from . import discovery, edge
 from .auth import Caller, Gate, Refused
 from .edge import AllowList
+from .limits import REQUEST_TIMEOUT_S, Body, parse_json
 from .logs import Log
 from .metrics import Metrics
 
@@ -45,7 +46,6 @@ CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("workbenc
 ACTING: contextvars.ContextVar[str | None] = contextvars.ContextVar("workbench_acting", default=None)
 AS_HEADER = b"x-workbench-as"
 OPEN = {"/healthz"}  # and discovery's routes (``is_open``)
-MAX_BODY = 8 * 1024 * 1024
 # Threads answering requests. Python runs one thread at a time: more threads than cores only
 # time-slice the same work (every answer later) and starve the event loop. Reads (the MCP tools
 # and the read commands) get READ_THREADS; everything else (writes, exports, ingests, the TUI's
@@ -58,10 +58,12 @@ STATUS = {"NotFound": 404, "Conflict": 409, "Unauthenticated": 401, "WorkspaceBu
 
 
 class Front:
-    """The outermost ASGI layer: authentication, the caller's context, metrics and the access log."""
+    """The outermost ASGI layer: the request's bounds (``limits``), authentication, the caller's
+    context, metrics and the access log."""
 
-    def __init__(self, app, gate: Gate, metrics: Metrics, log: Log):
+    def __init__(self, app, gate: Gate, metrics: Metrics, log: Log, *, request_timeout: float = REQUEST_TIMEOUT_S):
         self.app, self.gate, self.metrics, self.log = app, gate, metrics, log
+        self.request_timeout = request_timeout
         self._auth_limiter = None  # made in the event loop, on first use
 
     async def __call__(self, scope, receive, send) -> None:
@@ -78,8 +80,12 @@ class Front:
                 status["code"] = message["status"]
             await send(message)
 
+        body = Body(scope, receive, sending, timeout=self.request_timeout)
         caller, acting = None, None
         try:
+            if body.too_large():  # announced: refused before a byte of it is read
+                await body.refuse(413, f"request body over {body.limit} bytes")
+                return
             if not is_open(path):
                 headers = dict(scope.get("headers") or [])
                 auth = headers.get(b"authorization")
@@ -88,13 +94,16 @@ class Front:
                 except Refused as e:
                     self.metrics.auth_failed(e.reason)
                     self.log.warn("auth_failed", reason=e.reason, client=client, path=path, status=e.status)
-                    await _refuse(sending, e)
+                    await _refuse(sending, e, close=not body.done)
                     return
                 scope.setdefault("state", {})["caller"] = caller
                 acting = self._acting(caller, headers.get(AS_HEADER), client, path)
             token, as_token = CALLER.set(caller), ACTING.set(acting)
             try:
-                await self.app(scope, receive, sending)
+                await self.app(scope, body.receive, body.send)
+            except Exception:
+                if not body.refused:
+                    raise  # (an application that failed reading a body cut off here: answered already)
             finally:
                 ACTING.reset(as_token)
                 CALLER.reset(token)
@@ -107,18 +116,17 @@ class Front:
                           principal=None if caller is None else (caller.principal or "(owner)"), acting=acting)
 
     async def _check(self, header: str | None, client: str) -> Caller:
-        """The caller: from the gate's memory, or checked on a worker thread. The check reads the
-        store and, once a minute per token, records its use: a write, which waits for the writer
-        in progress (a commit that checkpoints takes a second) and must never hold up the event
-        loop, which every other request needs."""
+        """The caller, checked in memory on the event loop (no store read: a flood of wrong tokens
+        costs no thread and no query). Recording a good token's use, once a minute, is a write:
+        it runs on a worker thread, so it never holds up the event loop, which every request needs."""
         import anyio
 
-        found = self.gate.known(header)
-        if found is not None:
-            return found
-        if self._auth_limiter is None:
-            self._auth_limiter = anyio.CapacityLimiter(2)
-        return await anyio.to_thread.run_sync(self.gate.check, header, client, limiter=self._auth_limiter)
+        checked = self.gate.check(header, client)
+        if checked.record is not None:
+            if self._auth_limiter is None:
+                self._auth_limiter = anyio.CapacityLimiter(2)
+            await anyio.to_thread.run_sync(checked.record, limiter=self._auth_limiter)
+        return checked.caller
 
     def _acting(self, caller: Caller, header: bytes | None, client: str, path: str) -> str | None:
         """The principal an ``X-Workbench-As`` header names, honoured for the owner and admin tokens
@@ -137,9 +145,11 @@ def is_open(path: str) -> bool:
     return path in OPEN or discovery.is_open(path)
 
 
-async def _refuse(send, e: Refused) -> None:
+async def _refuse(send, e: Refused, *, close: bool = False) -> None:
     body = json.dumps({"error": e.message}).encode("utf-8")
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if close:  # a body may follow that no one will read: do not wait for it
+        headers.append((b"connection", b"close"))
     if e.status == 401:
         headers.append((b"www-authenticate", b'Bearer realm="workbench"'))
     if e.retry_after:
@@ -156,23 +166,24 @@ def _endpoint(path: str) -> str:
 
 
 def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Metrics | None = None,
-              allow: AllowList | None = None):
+              allow: AllowList | None = None, request_timeout: float = REQUEST_TIMEOUT_S):
     """The application over the open workspace ``wb``. ``api`` runs command lines (the CLI's
     ``CommandApi``: this package does not import the command line); ``owner_token`` is the token
     written for the user who started the server; ``allow``: the Host and Origin values answered
-    besides loopback (``edge``)."""
+    besides loopback (``edge``); ``request_timeout`` the longest pause while a request's body arrives."""
     import anyio
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import JSONResponse, PlainTextResponse, Response
     from starlette.routing import Mount, Route
 
-    from ..errors import UserError
+    from ..errors import PermissionDenied, UserError
     from ..mcp.http import http_app
 
     log = log or Log()
     metrics = metrics or Metrics()
-    gate = Gate(wb.authenticate, owner_token)
+    wb.load_tokens()  # held in memory from here on, kept current by the core: no request reads them
+    gate = Gate(wb.identify, wb.record_token_use, owner_token)
     limiters: dict[str, Any] = {}  # made in the event loop (lifespan)
 
     def limiter_for(argv: list[str]) -> Any:
@@ -195,16 +206,22 @@ def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Met
             wb.refresh_index()  # after a write: built here, before the answer; otherwise nothing to do
             return ran
 
-        ran = await anyio.to_thread.run_sync(run_and_refresh, limiter=limiter_for(argv))
-        if argv[:1] == ["token"]:
-            gate.forget()  # a token was created or revoked: check every token afresh
-        return ran
+        return await anyio.to_thread.run_sync(run_and_refresh, limiter=limiter_for(argv))
 
     async def healthz(request: Request):
         return JSONResponse({"status": "ok"})
 
     async def metrics_text(request: Request):
-        text = await anyio.to_thread.run_sync(lambda: metrics.render(lambda: _gauges(wb)), limiter=limiters["other"])
+        caller: Caller = request.scope["state"]["caller"]
+
+        def render() -> str:
+            figures = dict(wb.health(principal=caller.principal))  # refused unless admin: workspace-wide
+            return metrics.render(lambda: figures)
+
+        try:
+            text = await anyio.to_thread.run_sync(render, limiter=limiters["other"])
+        except PermissionDenied as e:
+            return JSONResponse({"error": e.message}, status_code=403)
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     async def commands(request: Request):
@@ -299,7 +316,7 @@ def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Met
               Route("/api/v1/{path:path}", command, methods=["GET", "POST"]),
               Mount("/", app=mcp_app)]
     app = Starlette(routes=routes, lifespan=lifespan)
-    return edge.Edge(Front(app, gate, metrics, log), allow or edge.AllowList(), log), gate
+    return edge.Edge(Front(app, gate, metrics, log, request_timeout=request_timeout), allow or edge.AllowList(), log), gate
 
 
 def _verdict(ran) -> Any:
@@ -348,15 +365,13 @@ def _quick_read(wb, path: str, params: Any, principal: str | None) -> Callable[[
 
 
 async def _json_body(request) -> Any:
+    """The request's JSON object, or a 400 answer saying what is wrong with it (the size of the
+    body is bounded as it is read: ``limits.Body``)."""
     from starlette.responses import JSONResponse
 
-    raw = await request.body()
-    if len(raw) > MAX_BODY:
-        return JSONResponse({"error": f"request body over {MAX_BODY} bytes"}, status_code=413)
-    try:
-        body = json.loads(raw or b"{}")
-    except ValueError:
-        return JSONResponse({"error": "the body is not JSON"}, status_code=400)
+    body, problem = parse_json(await request.body() or b"{}")
+    if problem is not None:
+        return JSONResponse({"error": problem}, status_code=400)
     if not isinstance(body, dict):
         return JSONResponse({"error": "the body must be a JSON object"}, status_code=400)
     return body
@@ -365,8 +380,3 @@ async def _json_body(request) -> Any:
 def _command_name(argv: list[str]) -> str:
     words = [a for a in argv[:2] if not a.startswith("-")]
     return " ".join(words[:2]) if words[:1] in (["set"], ["token"], ["antipattern"]) else (words[0] if words else "")
-
-
-def _gauges(wb) -> dict[str, float]:
-    return dict(wb.health())
-

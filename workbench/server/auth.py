@@ -1,33 +1,46 @@
 """Who is calling: the bearer token of every request, checked by the core, and a brake on guessing.
 
-A token is checked by the core's ``authenticate`` (one primary-key lookup and a constant-time hash
-comparison); the owner token (written for the user who started the server, see ``advert``) is
-compared here. A good token is remembered for ``CACHE_S`` seconds, and forgotten at once when a
-token command runs through the server, so a revocation takes effect on the next request.
+A token is checked by the core's ``identify``, which holds every token in memory (kept current
+as tokens are created and revoked, through any face: a revocation refuses the token on the
+next request); the owner token (written for the user who started the server, see ``advert``)
+is compared here. The check reads no store and takes no thread, so it runs on the event loop,
+and a wrong token costs a hash and a dictionary lookup. A good token's use is recorded at most
+once a minute: the caller runs that write (``Checked.record``) on a worker thread.
 
-Failures with a token (a wrong one) are counted per client address: past ``BUDGET`` failures within ``WINDOW_S`` seconds, a
-request from that address whose token is not one already known good is refused with 429 before
-any lookup, until the window has passed. A caller with a good token is never locked out by
-someone else's failures at the same address (every local client shares 127.0.0.1).
+The brake slows guessing, never a good token: a valid token is accepted before the brake is
+looked at, whatever others send from the same address (every local client, and everything
+behind a reverse proxy, shares one). Failures are counted per client address and per token id
+(the ``wbt_<id>_`` part, when a guess names one): past ``BUDGET`` failures within ``WINDOW_S``
+seconds on either count, a further failure is answered 429 (with Retry-After) instead of 401.
+A request without any token is a plain 401, never counted. Memory is bounded: at most
+``BUDGET`` times per count, and at most ``MAX_TRACKED`` addresses and ids (the oldest forgotten).
 """
 
 from __future__ import annotations
 
-import hashlib
 import hmac
+import re
 import threading
 import time
-from collections import defaultdict, deque
+from collections import OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
+from typing import NamedTuple
 
-CACHE_S, WINDOW_S, BUDGET = 5.0, 60.0, 20
+WINDOW_S, BUDGET = 60.0, 20
+MAX_TRACKED = 4096  # addresses and ids remembered (~1 kB each); the least recently failed forgotten first
+_ID_PREFIX = re.compile(r"wbt_([0-9a-f]{12})_")
 
 
 @dataclass(frozen=True)
 class Caller:
     principal: str | None   # None: the server's owner, who acts as the local command line does
     admin: bool
+
+
+class Checked(NamedTuple):
+    caller: Caller
+    record: Callable[[], None] | None   # the use to record (a store write), when one is due
 
 
 class Refused(Exception):
@@ -37,62 +50,58 @@ class Refused(Exception):
 
 
 class Gate:
-    def __init__(self, authenticate: Callable[[str], object], owner_token: str, *,
+    """``identify(raw)`` is the core's in-memory check (raises ``Unauthenticated``);
+    ``record_use(token_id)`` records a use."""
+
+    def __init__(self, identify: Callable[[str], object], record_use: Callable[[str], None], owner_token: str, *,
                  clock: Callable[[], float] = time.monotonic):
-        self._authenticate, self._owner, self._clock = authenticate, owner_token, clock
+        self._identify, self._record_use, self._owner, self._clock = identify, record_use, owner_token, clock
         self._lock = threading.Lock()
-        self._good: dict[str, tuple[Caller, float]] = {}
-        self._failures: dict[str, deque] = defaultdict(deque)
+        self._by_address: OrderedDict[str, deque] = OrderedDict()
+        self._by_id: OrderedDict[str, deque] = OrderedDict()
 
-    def known(self, header: str | None) -> Caller | None:
-        """The caller for a token checked good within ``CACHE_S``, without touching the store
-        (the event loop asks this; a miss is checked on a worker thread: ``check``)."""
-        raw = _bearer(header)
-        if not raw:
-            return None
-        digest = hashlib.sha256(raw.encode("utf-8")).hexdigest()
-        with self._lock:
-            found = self._good.get(digest)
-            return found[0] if found is not None and found[1] > self._clock() else None
-
-    def check(self, header: str | None, client: str) -> Caller:
-        """The caller for an ``Authorization`` header, or ``Refused`` (401, or 429 when braked)."""
+    def check(self, header: str | None, client: str) -> Checked:
+        """The caller for an ``Authorization`` header, or ``Refused`` (401; 429 for a failure
+        past the brake)."""
         from ..errors import Unauthenticated
 
         raw = _bearer(header)
         if raw is None:  # nothing to check and nothing guessed: a plain 401, braked or not
             raise Refused(401, Unauthenticated("missing").message, "missing")
-        digest = hashlib.sha256(raw.encode("utf-8")).hexdigest() if raw else None
-        now = self._clock()
-        with self._lock:
-            known = self._good.get(digest) if digest else None
-            if known is not None and known[1] > now:
-                return known[0]
-            failures = self._failures[client]
-            while failures and failures[0] <= now - WINDOW_S:
-                failures.popleft()
-            if len(failures) >= BUDGET:
-                retry = max(1, int(failures[0] + WINDOW_S - now) + 1)
-                raise Refused(429, "too many failed authentications from this address; try again later",
-                              "braked", retry)
+        if hmac.compare_digest(raw.encode("utf-8"), self._owner.encode("utf-8")):
+            return Checked(Caller(None, True), None)
         try:
-            if raw and hmac.compare_digest(raw.encode("utf-8"), self._owner.encode("utf-8")):
-                caller = Caller(None, True)
-            else:
-                principal = self._authenticate(raw)
-                caller = Caller(principal.name, bool(getattr(principal, "admin", False)))
+            found = self._identify(raw)
         except Unauthenticated as e:
-            with self._lock:
-                self._failures[client].append(now)
-            raise Refused(401, e.message, getattr(e, "reason", "unknown")) from e
-        with self._lock:
-            self._good[digest] = (caller, now + CACHE_S)
-        return caller
+            raise self._failed(client, raw, e) from e
+        principal = found.principal
+        record = (lambda token_id=found.token_id: self._record_use(token_id)) if found.use_due else None
+        return Checked(Caller(principal.name, bool(getattr(principal, "admin", False))), record)
 
-    def forget(self) -> None:
-        """Forget every token known good (a token was created or revoked)."""
+    def _failed(self, client: str, raw: str, error) -> Refused:
+        """Count a failure against the address and the token id it names: 401, or 429 when either
+        count is past the budget."""
+        now = self._clock()
+        matched = _ID_PREFIX.match(raw)
+        keys = [(self._by_address, client)] + ([(self._by_id, matched.group(1))] if matched else [])
+        retry = 0
         with self._lock:
-            self._good.clear()
+            for table, key in keys:
+                times = table.get(key)
+                if times is None:
+                    times = table[key] = deque(maxlen=BUDGET)
+                    if len(table) > MAX_TRACKED:
+                        table.popitem(last=False)
+                else:
+                    table.move_to_end(key)
+                while times and times[0] <= now - WINDOW_S:
+                    times.popleft()
+                if len(times) >= BUDGET:
+                    retry = max(retry, int(times[0] + WINDOW_S - now) + 1)
+                times.append(now)
+        if retry:
+            return Refused(429, "too many failed authentications; try again later", "braked", retry)
+        return Refused(401, error.message, getattr(error, "reason", "unknown"))
 
 
 def _bearer(header: str | None) -> str | None:

@@ -11,7 +11,7 @@ What a local facade does for its own process is done here without the server: ``
 ``principals()`` are fetched once; the index is the server's, always warm (``index.model_loaded()``
 is True, ``index.load_model()``, ``release()`` and ``close()`` do nothing, ``search_index()`` is an
 empty stand-in, ``quick_lexical()`` names the backend the server keeps built, and ``warm()`` reports
-the server's figures without rebuilding anything). ``progress=`` callbacks are not sent.
+the fragments counted for the token without rebuilding anything). ``progress=`` callbacks are not sent.
 """
 
 from __future__ import annotations
@@ -126,9 +126,10 @@ class RemoteWorkbench:
         return _NoIndex()
 
     def warm(self, *, progress: Any = None, lexical: str = "bm25") -> dict[str, int]:
-        """The server keeps its index warm: its figures, nothing rebuilt, nothing embedded here."""
-        health = self.call("health")
-        return {"fragments": health["fragments"], "embedded": 0, "generation": health["index_generation"]}
+        """The server keeps its index warm: nothing rebuilt, nothing embedded here; the fragments
+        counted are those this token may be told of (``stats``: the whole workspace's for an admin)."""
+        counts = self.call("stats")
+        return {"fragments": counts["fragments"], "embedded": 0, "generation": None}
 
     def release(self) -> None:
         return None

@@ -1,7 +1,8 @@
 """Request counts and latency histograms per endpoint, in the Prometheus text format.
 
 In-process and lock-protected (requests finish on many threads); no client library: the text
-format is a few lines. Gauges (index generation, fragments, traces) are read when scraped.
+format is a few lines. Gauges (index generation, fragments, traces) are read when scraped. Every
+metric has its HELP and TYPE lines.
 """
 
 from __future__ import annotations
@@ -11,6 +12,11 @@ from collections import defaultdict
 from typing import Callable
 
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+# Every metric has HELP and TYPE (``promtool check metrics`` accepts the page; a test runs it).
+GAUGES = {"index_generation": "The generation of the workspace's data the search index serves (it moves with "
+                              "every write).",
+          "fragments": "Fragments stored in the workspace, every status.",
+          "traces": "Retrieval calls (search, context, get) traced in the workspace."}
 
 
 class Metrics:
@@ -56,7 +62,8 @@ class Metrics:
             for reason, n in sorted(self._auth_failures.items()):
                 lines.append(f'workbench_auth_failures_total{{reason="{_esc(reason)}"}} {n}')
         for name, value in gauges().items():
-            lines += [f"# TYPE workbench_{name} gauge", f"workbench_{name} {value}"]
+            text = GAUGES.get(name, f"The workspace's {name.replace('_', ' ')}.")
+            lines += [f"# HELP workbench_{name} {text}", f"# TYPE workbench_{name} gauge", f"workbench_{name} {value}"]
         return "\n".join(lines) + "\n"
 
 

@@ -21,6 +21,9 @@ Who may call what is decided here, never by the client:
   reranker folder) need an admin token; a relative path is the caller's ``cwd``'s.
 - ``now=`` is the server's clock for a non-admin caller, except for reads that record nothing
   (``NOW_KEPT``): a write or a trace is dated by the server.
+- A non-admin's call is recorded like any other: a parameter that would leave it out of the
+  record (``UNRECORDED``: ``search(trace=False)``) is dropped, so it is traced and counts in gaps
+  and usage. An admin (and the server's owner) may still search untraced.
 - ``progress=`` callbacks do not cross the wire: dropped.
 - Other principals' e-mail addresses and session memberships are not shown to a non-admin.
 
@@ -56,6 +59,7 @@ CONFIG = "config"   # the workspace's configuration (a property of the facade, f
 METHODS = READ | WRITE | frozenset(DISK) | {CONFIG}
 WHO = ("principal", "actor")
 NOW_KEPT = frozenset({"browse", "stale", "gaps", "usage", "fragment_usage", "edit_impact"})
+UNRECORDED = {"search": ("trace",)}  # parameters that keep a call out of traces (and gaps and usage)
 BODY_KEYS = {"args", "kwargs", "cwd"}
 
 
@@ -125,6 +129,9 @@ def prepare(wb: Any, caller: Any, method: str, args: list, kwargs: dict, *, cwd:
         values["progress"] = None
     if "now" in values and not caller.admin and method not in NOW_KEPT:
         del values["now"]
+    for name in UNRECORDED.get(method, ()):
+        if name in values and not caller.admin:
+            del values[name]  # the default: recorded
     for name in DISK_PARAMS.get(method, ()):
         if values.get(name) is not None and not caller.admin:
             raise PermissionDenied(f"{method} with a {name} reads files on the server: it needs an admin token",

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import os
 import secrets
 import signal
@@ -14,7 +13,9 @@ from pathlib import Path
 from typing import Callable
 
 from .advert import read_advert, remove_advert, write_advert
-from .logs import Log
+from .limits import REQUEST_TIMEOUT_S
+from .logs import Log, route_logging
+from .protocol import MAX_CONNECTIONS
 
 GRACE_S = 30
 
@@ -27,7 +28,8 @@ KEEP_ALIVE_S = 75
 
 
 def serve(workspace: str | None, *, host: str, port: int, api, route_output: Callable[[], None],
-          quiet: bool = False, allow_hosts: tuple[str, ...] = (), allow_origins: tuple[str, ...] = ()) -> None:
+          quiet: bool = False, allow_hosts: tuple[str, ...] = (), allow_origins: tuple[str, ...] = (),
+          request_timeout: float = REQUEST_TIMEOUT_S, max_connections: int = MAX_CONNECTIONS) -> None:
     import uvicorn
 
     from ..config import resolve_workspace
@@ -35,6 +37,7 @@ def serve(workspace: str | None, *, host: str, port: int, api, route_output: Cal
     from ..service import Workbench
     from .app import build_app
     from .edge import AllowList
+    from .protocol import protocol_class
 
     root = resolve_workspace(workspace)
     running = read_advert(root)
@@ -49,7 +52,7 @@ def serve(workspace: str | None, *, host: str, port: int, api, route_output: Cal
         wb.index.load_model()  # the first search must not pay for it
         wb.warm_writes()  # nor the first edit
         wb.checkpoint_if_due()  # what warming wrote (a lexical index: tens of MB of log), before any request
-        logging.getLogger("mcp").setLevel(logging.WARNING)  # our own JSON log says what happened
+        route_logging(log)  # uvicorn's, the MCP SDK's and asyncio's records too: JSON lines, warnings and up
         owner = "wbo_" + secrets.token_urlsafe(32)
         route_output()
         _tune_for_serving()
@@ -58,16 +61,35 @@ def serve(workspace: str | None, *, host: str, port: int, api, route_output: Cal
         if host in ("0.0.0.0", "::", "") and not allow.hosts:
             log.warn("loopback_hosts_only", host=host, hint="bound to every address, but only loopback Host names "
                      "are answered: add the names clients use with --allow-host or server.allowed_hosts")
-        app, _ = build_app(wb, api=api, owner_token=owner, log=log, allow=allow)
+        app, _ = build_app(wb, api=api, owner_token=owner, log=log, allow=allow,
+                           request_timeout=request_timeout)
+        connections = _connection_cap(max_connections, log)
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on",
                                 timeout_graceful_shutdown=GRACE_S, server_header=False,
-                                timeout_keep_alive=KEEP_ALIVE_S)
+                                timeout_keep_alive=KEEP_ALIVE_S, ws="none", log_config=None,
+                                http=protocol_class(request_timeout=request_timeout, max_connections=connections))
         server = _Server(config)
         asyncio.run(_run(server, root, host, owner, log))
     finally:
         remove_advert(root)
         wb.close()  # (a shared store checkpoints a log over 4 MB first)
         log.info("stopped", workspace=str(root))
+
+
+def _connection_cap(wanted: int, log: Log) -> int:
+    """``wanted``, or less when this process may not open that many files: the workspace, the
+    model and the log need some of its descriptors too (a connection is one)."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ImportError, OSError, ValueError):
+        return wanted
+    spare = soft - 128
+    if soft != resource.RLIM_INFINITY and wanted > spare:
+        log.emit("warning", "max_connections_lowered", wanted=wanted, allowed=max(spare, 8), open_files_limit=soft)
+        return max(spare, 8)
+    return wanted
 
 
 def _tune_for_serving() -> None:

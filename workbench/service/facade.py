@@ -106,8 +106,10 @@ class Workbench:
     @classmethod
     def init(cls, path: str | Path | None = None, *, config: str | Path | None = None,
              force: bool = False) -> "Workbench":
-        """Create a workspace at ``path`` (default: the resolved location) and open it."""
+        """Create a workspace at ``path`` (default: the resolved location) and open it. A folder
+        made here is this user's alone (0700; the store keeps its files 0600)."""
         root = resolve_workspace(path)
+        made = not root.exists()
         target = root / CONFIG_NAME
         if target.exists() and not force and config is not None:
             raise UserError(f"{target} already exists (use --force to replace it)")
@@ -122,6 +124,8 @@ class Workbench:
         elif not target.exists():
             root.mkdir(parents=True, exist_ok=True)
             target.write_text(DEFAULT_CONFIG, encoding="utf-8")
+        if made and root.is_dir():
+            root.chmod(0o700)  # (an existing folder keeps the modes its owner gave it)
         return cls.open(root)
 
     @classmethod
@@ -140,6 +144,7 @@ class Workbench:
     def release(self) -> None:
         """Release the workspace lock until the next call (for long-running faces: MCP, TUI)."""
         self.store.release()
+        self.tokens.forget_tokens()  # another process may change them while the file is not held
 
     def share(self) -> None:
         """Serve many threads at once, for the team server: each thread reads through its own
@@ -260,6 +265,9 @@ class Workbench:
     token_list = _via("tokens", Tokens.token_list)
     token_revoke = _via("tokens", Tokens.token_revoke)
     authenticate = _via("tokens", Tokens.authenticate)
+    identify = _via("tokens", Tokens.identify)
+    record_token_use = _via("tokens", Tokens.record_use)
+    load_tokens = _via("tokens", Tokens.load_tokens)
 
     propose = _via("proposing", Proposals.propose)
     proposals = _via("proposing", Proposals.proposals)

@@ -126,8 +126,23 @@ class Fragments(Feature):
         return "".join(difflib.unified_diff(render(left), render(right),
                                             fromfile=f"{fragment_id}@v{a}", tofile=f"{fragment_id}@v{b}"))
 
-    def stats(self) -> dict[str, int]:
-        return self.store.counts()
+    def stats(self, *, principal: str | Principal | None = None) -> dict[str, int | str]:
+        """Counts of fragments, versions and events: the whole workspace's for the local
+        administrator (no principal) and an admin; for anyone else, the fragments it sees (active
+        or archived; proposals are the inbox's), their versions and the events about them, so the
+        counts tell nothing about the rest of the workspace (and ``counted_for`` names it)."""
+        who = None if principal is None else self.principal(principal)
+        if policy.sees_workspace_totals(who):
+            return self.store.counts()
+        verdict: dict[tuple, bool] = {}
+        fragments = versions = events = 0
+        for org, repo, persona, session, owner, status, n_versions, n_events in self.store.tallies():
+            key = (org, repo, persona, session, owner, status)
+            if key not in verdict:
+                verdict[key] = policy.sees_listed(who, Scope(org, repo, persona, session), owner, status)
+            if verdict[key]:
+                fragments, versions, events = fragments + 1, versions + n_versions, events + n_events
+        return {"fragments": fragments, "versions": versions, "events": events, "counted_for": who.name}
 
     # -- writes -----------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import policy
-from ..errors import NotFound, UserError
+from ..errors import NotFound, PermissionDenied, UserError
 from ..models import Principal, Scope
 from ..rank import calibration
 from ..rank.priors import DEFAULT_HALF_LIFE, Priors
@@ -258,9 +258,12 @@ class Retrieval(Feature):
                    "rank": 1, "score": 1.0, "scores": {}}]
         return self._trace("get", fragment.id, self.principal(principal), None, None, served, now or utcnow())
 
-    def health(self) -> dict[str, int]:
+    def health(self, *, principal: str | Principal | None = None) -> dict[str, int]:
         """Figures a long-running server reports (its /metrics): the index generation, the
-        fragments and the traces stored. Counts only: nothing about what any fragment says."""
+        fragments and the traces stored. Counts only: nothing about what any fragment says. They
+        are the whole workspace's: only for the local administrator (no principal) and admins."""
+        if principal is not None and not policy.sees_workspace_totals(self.principal(principal)):
+            raise PermissionDenied("workspace-wide figures (/metrics) are for admin tokens")
         return {"index_generation": self.store.generation(), "fragments": self.store.counts()["fragments"],
                 "traces": self.store.trace_total()}
 

@@ -6,6 +6,15 @@ of the whole token is stored, so the token is shown once, when it is created. Au
 one primary-key lookup and a constant-time hash comparison; every failure but a missing token
 gives the client the same message (``Unauthenticated.reason`` tells the log why).
 
+Authentication reads no store: every token's row (id, principal, hash, dates) is held in memory,
+read once per connection to the database and kept current by ``token_create`` and
+``token_revoke`` as they commit. While a workspace is open no other process writes it (DuckDB
+holds the file), so the memory is the table: a revocation refuses the token on the very next
+request, whichever face revoked it, and a wrong token is refused without a query (a flood of
+them costs a hash and a dictionary lookup each). ``identify`` is that check alone; recording
+a use (at most once a minute per token) is a write, ``record_use``, which the caller may run
+elsewhere (the team server: on a worker thread, never on its event loop).
+
 Who may manage whose tokens is ``policy.may_manage_token``'s to decide. Here ``actor=None`` is the
 local administrator: whoever can write the database file and runs the CLI on it directly. A face
 that serves other people (the team server) must always pass the authenticated principal, never
@@ -18,9 +27,10 @@ import hashlib
 import hmac
 import re
 import secrets
+import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import policy
 from ..errors import NotFound, PermissionDenied, Unauthenticated, UserError
@@ -108,8 +118,51 @@ class TokenInfo:
         return data
 
 
+class Identified(NamedTuple):
+    """A token checked good: its principal, its id, and whether its use is due to be recorded
+    (``Tokens.record_use``: the last record is a minute old or more)."""
+
+    principal: Principal
+    token_id: str
+    use_due: bool
+
+
 class Tokens(Feature):
     """Create, list and revoke API tokens; authenticate a request's bearer token to its principal."""
+
+    def __init__(self, ws):
+        super().__init__(ws)
+        self._lock = threading.Lock()
+        self._rows: dict[str, TokenRow] | None = None   # every token by id; replaced whole, never changed
+        self._used: dict[str, datetime] = {}              # id -> the last use recorded (or claimed)
+
+    def _view(self) -> dict[str, TokenRow]:
+        """Every token by id, read from the store when not held (first use, after ``forget_tokens``)."""
+        rows = self._rows
+        if rows is None:
+            with self._lock:
+                if self._rows is None:
+                    self._rows = {row.id: row for row in self.store.token_rows()}
+                    self._used = {row.id: row.last_used_at for row in self._rows.values() if row.last_used_at}
+                rows = self._rows
+        return rows
+
+    def _remember(self, row: TokenRow) -> None:
+        """A token row as just committed (created or revoked): the view is replaced, never edited,
+        so a reader on another thread sees the old dictionary or the new one."""
+        with self._lock:
+            if self._rows is not None:
+                self._rows = {**self._rows, row.id: row}
+
+    def load_tokens(self) -> int:
+        """Read every token into memory now (a server, before it listens), so no request does. The count."""
+        return len(self._view())
+
+    def forget_tokens(self) -> None:
+        """Drop the tokens held in memory (the database was let go: another process may write it
+        meanwhile); the next check reads them again."""
+        with self._lock:
+            self._rows, self._used = None, {}
 
     def _actor(self, actor: Principal | str | None) -> Principal | None:
         """None stays None (the local administrator); a name must be a known principal."""
@@ -141,6 +194,7 @@ class Tokens(Feature):
             self.store.add_event("token.create", actor=who.name if who else None, at=now,
                                  detail={"token_id": token_id, "principal": name, "expires": _iso(expires),
                                          "note": note})
+        self._remember(TokenRow(token_id, name, token_hash(raw), now, expires, None, None, note))
         return IssuedToken(raw, token_id, name, now, expires, note)
 
     def token_list(self, *, actor: Principal | str | None = None, now: datetime | None = None) -> list[TokenInfo]:
@@ -165,27 +219,39 @@ class Tokens(Feature):
             if row is None or not policy.may_manage_token(who, row.principal):
                 raise NotFound(f"unknown token id {token_id!r}")
             if row.revoked_at is not None:
+                self._remember(row)
                 return TokenInfo.from_row(row, now, already_revoked=True)
             self.store.revoke_token(token_id, now)
             self.store.add_event("token.revoke", actor=who.name if who else None, at=now,
                                  detail={"token_id": token_id, "principal": row.principal})
+        self._remember(row._replace(revoked_at=now))  # committed: refused from the next check on
         return TokenInfo.from_row(row._replace(revoked_at=now), now, already_revoked=False)
 
     def authenticate(self, raw: str | None, *, now: datetime | None = None) -> Principal:
         """The principal whose token ``raw`` is (the bearer token, without the "Bearer " scheme).
         Raises ``Unauthenticated`` (exit 2; a server answers 401) when it is missing, malformed,
-        unknown, revoked, expired or its principal left workbench.yaml. One primary-key lookup;
-        records the use at most once a minute per token, and never fails because of that."""
+        unknown, revoked, expired or its principal left workbench.yaml. Checked in memory
+        (``identify``); records the use at most once a minute per token, and never fails because
+        of that."""
+        found = self.identify(raw, now=now)
+        if found.use_due:
+            self.record_use(found.token_id, now=now)
+        return found.principal
+
+    def identify(self, raw: str | None, *, now: datetime | None = None) -> Identified:
+        """``authenticate`` without recording the use: no store read, no write (the tokens are
+        held in memory), so it may run where waiting is not allowed. When the use is due to be
+        recorded, this call claims it (``use_due``; concurrent checks of the token do not) and
+        the caller runs ``record_use``. Raises ``Unauthenticated`` as ``authenticate``."""
         if raw is None or not raw.strip():
             raise Unauthenticated("missing")
         raw = raw.strip()
         token_id = token_id_of(raw)
         if token_id is None:
             raise Unauthenticated("malformed")
-        digest = token_hash(raw)
-        row = self.store.token_row(token_id)
-        matches = hmac.compare_digest(digest, row.token_hash if row is not None else _NOWHERE)  # same work either way
-        if row is None or not matches:
+        row = self._view().get(token_id)
+        matches = hmac.compare_digest(token_hash(raw), row.token_hash if row is not None else _NOWHERE)
+        if row is None or not matches:  # (the same work either way)
             raise Unauthenticated("unknown", token_id=token_id)
         now = now or utcnow()
         if row.revoked_at is not None:
@@ -195,13 +261,22 @@ class Tokens(Feature):
         who = self.config.principals.get(row.principal)
         if who is None:
             raise Unauthenticated("unknown-principal", token_id=token_id)
-        if row.last_used_at is None or now - row.last_used_at >= TOUCH_INTERVAL:
-            try:
-                if self.store.can_store_derived():   # a read-only workspace records no uses
-                    self.store.touch_token(token_id, now)
-            except Exception:  # best effort: a failed record of use must never fail authentication
-                pass
-        return who
+        with self._lock:
+            last = self._used.get(token_id)
+            due = last is None or now - last >= TOUCH_INTERVAL
+            if due:
+                self._used[token_id] = now  # claimed: one record a minute, even when it fails
+        return Identified(who, token_id, due)
+
+    def record_use(self, token_id: str, *, now: datetime | None = None) -> None:
+        """Record a use of a token (``last_used`` in ``token list``). Best effort: a read-only
+        workspace records nothing, and a failure (or another writer in progress, on a server)
+        skips the record rather than fail or wait."""
+        try:
+            if self.store.can_store_derived():   # a read-only workspace records no uses
+                self.store.touch_token(token_id, now or utcnow())
+        except Exception:  # best effort: a failed record of use must never fail authentication
+            pass
 
 
 def _check_expires(days: Any) -> int | None:

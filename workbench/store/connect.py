@@ -128,6 +128,23 @@ def open_database(path: Path, *, read_only: bool | None = None, lock_timeout: fl
     return connect(path, read_only=True, lock_timeout=lock_timeout), problem
 
 
+def keep_private(path: Path, *, log_only: bool = False) -> None:
+    """Narrow the database file, its write-ahead log and DuckDB's spill folder to this user (0600,
+    0700): DuckDB creates them with the process's umask (commonly 0644), the log again at the first
+    commit after every checkpoint, so a writer calls this on connecting and after each commit
+    (``log_only``: one ``stat``). Modes are only ever narrowed, never widened; what this user may not
+    change is left as it is. The workspace folder itself is made 0700 by ``Workbench.init``."""
+    wal = path.with_name(path.name + ".wal")
+    targets = ((wal, 0o600),) if log_only else ((path, 0o600), (wal, 0o600), (path.with_name(path.name + ".tmp"), 0o700))
+    for target, mode in targets:
+        try:
+            current = os.stat(target).st_mode & 0o777
+            if current & ~mode:
+                os.chmod(target, current & mode)
+        except OSError:
+            continue  # not there (no log since the last checkpoint), or not this user's to change
+
+
 def release_request_path(path: Path) -> Path:
     """The file another process touches to ask the holder of ``path`` to let go when idle."""
     return path.with_name(path.name + ".release-request")

@@ -4,11 +4,12 @@ can name it without importing the Store."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from ..models import Content
+from ..models import Content, Fragment, Version
 
 
 class Stamp(NamedTuple):
@@ -77,3 +78,24 @@ def text_column(values):
     import numpy as np
 
     return np.array(list(values), dtype=str)
+
+
+def fragment_from_row(row: tuple) -> Fragment:
+    """A fragment from the store's columns (``store._FRAGMENT_COLS``, in that order)."""
+    (fid, version, kind, title, body, org, repo, persona, session, owner, status, tags, links, supersedes,
+     sources, details, digest, created_at, updated_at, verified_at) = row
+    content = Content.from_dict({
+        "kind": kind, "title": title, "body": body,
+        "scope": {"org": org, "repo": repo, "persona": persona, "session": session},
+        "owner": owner, "status": status, "tags": tags, "links": links, "supersedes": supersedes,
+        "sources": json.loads(sources), "details": json.loads(details),
+    })
+    return Fragment(id=fid, version=version, content=content, content_hash=digest,
+                    created_at=created_at, updated_at=updated_at, verified_at=verified_at)
+
+
+def version_from_row(row: tuple) -> Version:
+    """A version from (fragment_id, version, author, created_at, reason, content_hash, content)."""
+    fid, number, author, created_at, reason, digest, content = row
+    return Version(fragment_id=fid, number=number, author=author, created_at=created_at, reason=reason,
+                   content_hash=digest, content=Content.from_dict(json.loads(content)))

@@ -16,7 +16,8 @@ import numpy as np
 from ..errors import ReadOnly, StoreError
 from ..models import Content, Fragment, Scope, Version, utcnow
 from . import migrations
-from .connect import open_database, read_only_message
+from .connect import keep_private, open_database, read_only_message
+from .counts import CountQueries
 from .curation import CurationQueries
 from .export import ExportQueries
 from .fts import FtsQueries
@@ -24,6 +25,8 @@ from .overrides import OverrideQueries
 from .proposals import ProposalQueries
 from .retrieval import RetrievalQueries
 from .rows import Stamp, Stored, Summary, VersionWrite, text_column
+from .rows import fragment_from_row as _fragment
+from .rows import version_from_row as _version
 from .tokens import TokenQueries
 
 _FRAGMENT_COLS = ("id, version, kind, title, body, org, repo, persona, session, owner, status, tags, links, "
@@ -31,7 +34,7 @@ _FRAGMENT_COLS = ("id, version, kind, title, body, org, repo, persona, session, 
 
 
 class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, OverrideQueries, TokenQueries,
-            ProposalQueries):
+            ProposalQueries, CountQueries):
     """One open workspace database.
 
     ``read_only``: None (default) opens read-write when the file system allows it and
@@ -80,6 +83,8 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, Overri
             con.close()
             raise StoreError(f"database error: {e}") from e
         self._con = con
+        if not self.read_only:
+            keep_private(self.path)  # this user's alone: the file, its log, DuckDB's spill folder
 
     @property
     def con(self):
@@ -204,12 +209,15 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, Overri
         import duckdb
 
         try:
-            return fn(*args)
+            result = fn(*args)
         except duckdb.Error as e:
             if _refused_write(e):  # a write that reached a read-only file: say so, never a traceback
                 why = self._read_only_why() if self.read_only else f"DuckDB could not write: {e}"
                 raise ReadOnly(read_only_message(self._blame, why)) from e
             raise StoreError(f"database error: {e}") from e
+        if not self._depth and not self.read_only:  # a commit (re)creates the log after each checkpoint
+            keep_private(self.path, log_only=True)
+        return result
 
     def _q(self, sql: str, params: list[Any] | tuple = ()) -> list[tuple]:
         if self.shared and not self._depth and sql.lstrip()[:6].upper() in _WRITES:
@@ -478,22 +486,3 @@ def _filters(owner: str | None, kind: str | None, within: Scope | None, status: 
                 where.append(f"{level} = ?")
                 params.append(value)
     return where, params
-
-
-def _fragment(row: tuple) -> Fragment:
-    (fid, version, kind, title, body, org, repo, persona, session, owner, status, tags, links, supersedes,
-     sources, details, digest, created_at, updated_at, verified_at) = row
-    content = Content.from_dict({
-        "kind": kind, "title": title, "body": body,
-        "scope": {"org": org, "repo": repo, "persona": persona, "session": session},
-        "owner": owner, "status": status, "tags": tags, "links": links, "supersedes": supersedes,
-        "sources": json.loads(sources), "details": json.loads(details),
-    })
-    return Fragment(id=fid, version=version, content=content, content_hash=digest,
-                    created_at=created_at, updated_at=updated_at, verified_at=verified_at)
-
-
-def _version(row: tuple) -> Version:
-    fid, number, author, created_at, reason, digest, content = row
-    return Version(fragment_id=fid, number=number, author=author, created_at=created_at, reason=reason,
-                   content_hash=digest, content=Content.from_dict(json.loads(content)))
