@@ -31,6 +31,7 @@ def limited(sample_workspace_template, tmp_path_factory):
     with Workbench.open(root) as wb:
         token = wb.token_create("marco.bianchi").token
     with server(root, args=("--request-timeout", str(TIMEOUT_S), "--max-connections", str(CAP))) as running:
+        HOST["name"] = urlsplit(running.url).netloc
         yield running, token
 
 
@@ -51,8 +52,11 @@ def read_all(sock: socket.socket) -> bytes:
     return out
 
 
-def head(method: str, path: str, token: str | None, *extra: str) -> bytes:
-    lines = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1", "Content-Type: application/json",
+HOST = {"name": "127.0.0.1"}  # the server's own host:port once it runs (the Host check wants the port)
+
+
+def head(method: str, path: str, token: str | None, *extra: str, host: str | None = None) -> bytes:
+    lines = [f"{method} {path} HTTP/1.1", f"Host: {host or HOST['name']}", "Content-Type: application/json",
              "Accept: application/json, text/event-stream", *extra]
     if token:
         lines.append(f"Authorization: Bearer {token}")
@@ -131,6 +135,17 @@ def test_a_400_mb_chunked_body_and_a_deep_array_cost_little_memory(limited):
     assert after["VmRSS"] - before["VmRSS"] <= 50 * MB, (before, after)
     status, found, _ = running.call("POST", "/api/v1/search", {"query": "deploy rollback", "k": 2}, token=token)
     assert status == 200 and found["hits"]  # still serving
+
+
+def test_a_refused_host_with_a_body_pending_closes_at_once(limited):
+    """A request the edge refuses (a Host not served here) while a large body is still on its way is
+    answered 421 and the connection closed, not kept open for a body nobody will read."""
+    running, token = limited
+    started = time.monotonic()
+    raw = exchange(running, [head("POST", "/api/v1/search", token, "Transfer-Encoding: chunked", host="evil.example"),
+                             *chunked(400 * MB)])
+    assert answer(raw)[0] == 421 and answer(raw)[2]["connection"] == "close"
+    assert time.monotonic() - started < 20  # not the minutes it takes to send (and read) 400 MB here
 
 
 @pytest.mark.parametrize("raw, words", [(b"{not json", "not JSON"), (b"\xff\xfe{}", "not UTF-8"),

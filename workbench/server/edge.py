@@ -207,7 +207,10 @@ class Edge:
 
 
 async def _answer(send, status: int, body: dict) -> None:
+    """A refusal, closing the connection: a body may follow that no one will read (its sender is
+    not told to stop otherwise, and would keep the connection busy sending it)."""
     raw = json.dumps(body).encode("utf-8")
     await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]})
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode()),
+                            (b"connection", b"close")]})
     await send({"type": "http.response.body", "body": raw})
