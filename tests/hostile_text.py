@@ -27,7 +27,7 @@ MARKUPS = [
     "[link=file:///etc/passwd]x[/link]", "[", "]", "\\[", "[on red]", ":smile:", "[$accent]x",
     "[x](app.quit)", "[y](javascript:alert(1))", "<script>", "`code`", "# heading", "*", "|",
 ]
-WORDS = ["retry", "the", "DLQ", "Webhook", "ledger", "北京", "مرحبا", "שלום", "emoji 🎉", "  ", "\t", "\n", "x"]
+WORDS = ["retry", "the", "DLQ", "Webhook", "ledger", "北京", "مرحبا", "שלום", "emoji 🎉", "\u2028", "  ", "\t", "\n", "x"]
 
 
 def hostile(max_parts: int = 6) -> st.SearchStrategy[str]:
@@ -49,3 +49,32 @@ def unsafe(text: str) -> list[str]:
     bidi = set(BIDI_CONTROLS)
     return [c for c in text if (ord(c) < 0x20 and c not in "\t\n") or 0x7F <= ord(c) <= 0x9F or c in bidi
             or 0xD800 <= ord(c) <= 0xDFFF]
+
+
+# -- a workspace full of it ----------------------------------------------------------------------
+
+AGENT, LEAD, SCOPE = "agent.nw-coder", "marco.bianchi", "org=northwind,repo=payments-api"
+EDITED, PINNED = "nw-code-retry-with-jitter", "nw-adr-0007-idempotency-keys"
+BODY = (f"Body {ESC}[31mred{ESC}[0m {MARKUP} [@click=app.quit]quit[/]\n\n[a link](app.quit) "
+        f"[another](file:///etc/passwd) a line\u2028separator\u2029\n\n```\ncode {ESC}]0;t{BEL}\n```\n")
+
+
+def seed(wb, text: str = RED_TEAM, *, tag: str = "0") -> dict[str, str]:
+    """Hostile ``text`` everywhere another principal can write it, in the sample workspace: an
+    agent's proposal (title, body, tags), a rejected proposal's review reason, a version's reason
+    and body, a pin's reason and a question an agent asked that got nothing (a gap). Returns the
+    ids: {"proposal", "rejected", "edited", "pinned"}."""
+    from datetime import UTC, datetime, timedelta
+
+    proposal = wb.propose(f"{text} {tag}", BODY + text, scope=SCOPE, principal=AGENT, tags=["ok", f"t{tag}"]).id
+    rejected = wb.propose(f"Rejected {tag} {text}", "Never mind. " + text, scope=SCOPE, principal=AGENT).id
+    wb.reject(rejected, principal=LEAD, reason=f"{MARKUP} not this {text}")
+    current = wb.get(EDITED, principal=LEAD)
+    wb.edit(EDITED, current.body + "\n\n" + BODY + text, reason=f"{MARKUP} {text}", actor=LEAD)
+    pins = [p for p in wb.pins(principal=LEAD) if p.fragment_id == PINNED]
+    if pins:
+        wb.unpin(PINNED, scope=SCOPE, actor=LEAD)
+    wb.pin(PINNED, scope=SCOPE, actor=LEAD, reason=f"{MARKUP} {text}")
+    wb.context(f"how much parental leave {MARKUP} {text} do engineers get", principal=AGENT,
+               now=datetime.now(UTC).replace(tzinfo=None) - timedelta(minutes=5))
+    return {"proposal": proposal, "rejected": rejected, "edited": EDITED, "pinned": PINNED}
