@@ -59,11 +59,23 @@ BODY = (f"Body {ESC}[31mred{ESC}[0m {MARKUP} [@click=app.quit]quit[/]\n\n[a link
         f"[another](file:///etc/passwd) a line\u2028separator\u2029\n\n```\ncode {ESC}]0;t{BEL}\n```\n")
 
 
-def seed(wb, text: str = RED_TEAM, *, tag: str = "0") -> dict[str, str]:
+def hostile_workspace(template, folder):
+    """A copy of the sample workspace where an agent may propose often (the tests propose many times)."""
+    import shutil
+
+    root = folder / "ws"
+    shutil.copytree(template, root)
+    config = root / "workbench.yaml"
+    config.write_text(config.read_text(encoding="utf-8") + "proposals:\n  per_hour: 10000\n", encoding="utf-8")
+    return root
+
+
+def seed(wb, text: str = RED_TEAM, *, tag: str = "0", now=None) -> dict[str, str]:
     """Hostile ``text`` everywhere another principal can write it, in the sample workspace: an
     agent's proposal (title, body, tags), a rejected proposal's review reason, a version's reason
     and body, a pin's reason and a question an agent asked that got nothing (a gap). Returns the
-    ids: {"proposal", "rejected", "edited", "pinned"}."""
+    ids: {"proposal", "rejected", "edited", "pinned"}. ``now``: when the question was asked (default:
+    five minutes ago)."""
     from datetime import UTC, datetime, timedelta
 
     proposal = wb.propose(f"{text} {tag}", BODY + text, scope=SCOPE, principal=AGENT, tags=["ok", f"t{tag}"]).id
@@ -75,6 +87,7 @@ def seed(wb, text: str = RED_TEAM, *, tag: str = "0") -> dict[str, str]:
     if pins:
         wb.unpin(PINNED, scope=SCOPE, actor=LEAD)
     wb.pin(PINNED, scope=SCOPE, actor=LEAD, reason=f"{MARKUP} {text}")
-    wb.context(f"how much parental leave {MARKUP} {text} do engineers get", principal=AGENT,
-               now=datetime.now(UTC).replace(tzinfo=None) - timedelta(minutes=5))
+    noise = "".join(c for c in text if not c.isalnum())  # its words could find an answer: a gap needs none
+    wb.context(f"how much parental leave {MARKUP} {noise} do engineers get", principal=AGENT,
+               now=now or datetime.now(UTC).replace(tzinfo=None) - timedelta(minutes=5))
     return {"proposal": proposal, "rejected": rejected, "edited": EDITED, "pinned": PINNED}

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
 import sys
 
 import pytest
 from conftest import CONFIG, examples, run_cli
-from hostile_text import AGENT, LEAD, RED_TEAM, SCOPE, hostile_line, seed, unsafe
+from hostile_text import AGENT, LEAD, RED_TEAM, SCOPE, hostile_line, hostile_workspace, seed, unsafe
 from hypothesis import HealthCheck, given, settings
 
 from workbench import Workbench
@@ -24,8 +23,7 @@ SHOWN = "\\u001b[2J\\u001b]0;pwned\\u0007 \\u202eevil [/] [@click=app.quit]x[/]"
 
 @pytest.fixture(scope="module")
 def hostile_ws(sample_workspace_template, tmp_path_factory):
-    root = tmp_path_factory.mktemp("hostile") / "ws"
-    shutil.copytree(sample_workspace_template, root)
+    root = hostile_workspace(sample_workspace_template, tmp_path_factory.mktemp("hostile"))
     with Workbench.open(root) as wb:
         ids = seed(wb)
     return root, ids

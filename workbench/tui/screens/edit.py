@@ -21,9 +21,10 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Button, Input, Label, Static, TextArea
+from textual.widgets import Button
 
 from ...errors import Conflict, WorkbenchError
+from ..plain import Input, Label, Static, TextArea
 from .base import WbScreen
 from .confirm import SaveAnywayScreen
 
