@@ -58,6 +58,9 @@ def test_every_command_shows_the_red_team_text_inert(hostile_ws):
     for args in commands(ids):
         seen += cli(ws, *args).stdout
     assert SHOWN in seen  # shown, visibly: the reviewer sees what the agent sent
+    found = json.loads(cli(ws, "search", f"retry {RED_TEAM}", "--as", LEAD, "--json").stdout)
+    assert f"query: retry Retry {SHOWN}" in cli(ws, "trace", found["trace_id"], "--as", LEAD).stdout  # a query, too
+    assert json.loads(cli(ws, "trace", found["trace_id"], "--as", LEAD, "--json").stdout)["query"] == f"retry {RED_TEAM}"
     assert "[/] not this Retry \\u001b[2J" in seen and "[/] Retry \\u001b[2J" in seen  # reasons too
 
 
@@ -100,7 +103,7 @@ def test_a_proposal_made_on_the_command_line_prints_inert(hostile_ws):
 
 
 def test_a_table_on_a_terminal_keeps_its_bold_header_and_nothing_else(monkeypatch):
-    from workbench.cli.render import InertStream, Styled, table
+    from workbench.cli.render import Inert, InertStream, table
 
     class Terminal(io.StringIO):
         def isatty(self):
@@ -108,7 +111,7 @@ def test_a_table_on_a_terminal_keeps_its_bold_header_and_nothing_else(monkeypatc
 
     monkeypatch.setattr(sys, "stdout", Terminal())
     text = table(["id", "title"], [["nw-a", RED_TEAM], ["\x9b2J", "\u202e[/]"]])
-    assert type(text) is Styled and "\x1b[1m" in text
+    assert type(text) is Inert and "\x1b[1m" in text
     assert unsafe(text.replace("\x1b[1m", "").replace("\x1b[0m", "")) == []
     out = Terminal()
     print(text, file=InertStream(out))

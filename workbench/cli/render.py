@@ -5,9 +5,9 @@ line's output passes: tables through rich, imported only when a table is printed
 Text from others is inert in every line the command line prints (workbench.inert). ``main``
 runs each command inside ``inert_output()``: sys.stdout and sys.stderr become ``InertStream`` objects,
 so every write of every command, error message and usage line is made inert on its way out,
-and no command has to remember to. The only text let through as it is: a table this module
-styled for a terminal (``Styled``: its cells were made inert one by one before rich laid them
-out). ``--json`` output is JSON text made inert, which stays valid and exactly equal in value.
+and no command has to remember to. The only text let through as it is is text this module made
+safe itself (``Inert``): a table styled for this terminal, its cells made inert one by one before
+rich laid them out, and ``--json`` output, JSON text made inert (still valid, exactly equal in value).
 """
 
 from __future__ import annotations
@@ -26,19 +26,20 @@ from ..models import antipattern_parts
 
 
 def emit_json(data: Any) -> None:
-    sys.stdout.write(inert(json.dumps(data, indent=2, ensure_ascii=False, default=str)) + "\n")
+    sys.stdout.write(Inert(inert(json.dumps(data, indent=2, ensure_ascii=False, default=str)) + "\n"))
 
 
-class Styled(str):
-    """Text this module styled for a terminal (a table's bold header) from inert pieces: an
-    ``InertStream`` writes it as it is. ``print`` passes it on whole (``__str__`` keeps the type)."""
+class Inert(str):
+    """Text this module already made safe for a terminal (inert JSON; a table styled for this
+    terminal from inert cells, its bold header the only escape sequences): an ``InertStream`` writes
+    it as it is. ``print`` passes it on whole (``__str__`` keeps the type)."""
 
     def __str__(self) -> str:
         return self
 
 
 class InertStream(io.TextIOBase):
-    """sys.stdout or sys.stderr while a command runs: every write made inert (except ``Styled``).
+    """sys.stdout or sys.stderr while a command runs: every write made inert (except ``Inert``).
     The binary ``buffer`` under it stays reachable for the protocols that write bytes (MCP on stdio)."""
 
     def __init__(self, raw) -> None:
@@ -59,7 +60,7 @@ class InertStream(io.TextIOBase):
     def write(self, text: str) -> int:
         if not isinstance(text, str):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-        self.raw.write(text if type(text) is Styled else inert(text))
+        self.raw.write(text if type(text) is Inert else inert(text))
         return len(text)
 
     def flush(self) -> None:
@@ -105,7 +106,7 @@ def table(headers: list[str], rows: Iterable[list[str]], *, width: int | None = 
     piped or redirected, every value is printed whole on its row's line. ``width`` forces a width (tests, callers that know better).
 
     Every cell is made inert before it is laid out (so widths count what is shown); on this process's
-    own terminal the header is bold and the table comes back ``Styled``. A command run in the team
+    own terminal the header is bold and the table comes back ``Inert``. A command run in the team
     server for a caller on a terminal gets the caller's width and no styling (the caller's stream makes
     everything it receives inert)."""
     from rich.box import Box
@@ -134,7 +135,7 @@ def table(headers: list[str], rows: Iterable[list[str]], *, width: int | None = 
         console.print(grid)
     lines = out.get().rstrip("\n").split("\n")
     text = "\n".join(re.sub(r" +((?:\x1b\[[0-9;]*m)*)$", r"\1", line) for line in lines)
-    return Styled(text) if styled else inert(text)
+    return Inert(text) if styled else inert(text)
 
 
 def _isatty(stream) -> bool:
