@@ -75,7 +75,7 @@ async def test_export_preview_lists_every_planned_file_and_shows_the_one_chosen(
         expected = sorted(path for path, _ in wb.preview_files(scope="org=northwind,repo=ledger",
                                                                principal="marco.bianchi"))
         files = screen.query_one("#export-file")
-        assert sorted(label for label, _ in files._options if label) == expected
+        assert sorted(str(label) for label, _ in files._options if label) == expected  # plain Text (tui/plain.py)
         assert f"{len(expected)} files planned" in shown(screen.query_one("#export-summary"))
         files.value = 3
         await settle(pilot)

@@ -52,9 +52,13 @@ for _module in (commands, retrieval_commands, check_commands, curate_commands, g
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run ``workbench`` with ``argv`` (default: ``sys.argv[1:]``) and return its exit code."""
+    """Run ``workbench`` with ``argv`` (default: ``sys.argv[1:]``) and return its exit code. Whatever
+    it prints is made inert on the way out (render.inert_output)."""
+    from .render import inert_output
+
     obj: dict[str, Any] = {"tui_when_alone": argv is None, "argv": list(sys.argv[1:] if argv is None else argv)}
-    return cli.main(args=argv, prog_name="workbench", standalone_mode=False, obj=obj)
+    with inert_output():
+        return cli.main(args=argv, prog_name="workbench", standalone_mode=False, obj=obj)
 
 
 def run() -> None:

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..inert import inert
+
 # Commands that never go to a server: they make their own workspace, start a server, or print
 # something about this machine.
 LOCAL = {"server", "bench", "completion", "init"}
@@ -89,7 +91,8 @@ class _Routed(io.TextIOBase):
             return self.real.write(text)
         if not isinstance(text, str):
             raise TypeError("write() argument must be str")
-        return target.write(text)
+        target.write(inert(text))  # a request's output is inert before it leaves (render.py)
+        return len(text)
 
     def flush(self) -> None:
         if self.var.get() is None:

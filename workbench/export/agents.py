@@ -2,7 +2,7 @@
 
 Pure rendering: the caller selects and orders the items (pins, anti-patterns, ranked
 knowledge fitted to a budget, the ranked rest); each format turns them into files
-({relative path: text}), each item citing its fragment as ``id@vN``. Output depends only on
+({relative path: text}), each item citing its fragment as ``id@vN``; ``renderer`` makes the text inert. Output depends only on
 the items, so the same workspace state gives the same files.
 
 Each format keeps its convention: AGENTS.md and CLAUDE.md open with the rules as short
@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..errors import UserError
+from ..inert import inert
 from ..models import Fragment
 from ..retrieval.text import strip_boilerplate
 from .headings import demote
@@ -319,8 +320,14 @@ FORMATS: dict[str, Renderer] = {
 
 
 def renderer(name: str) -> Renderer:
-    """The format's renderer: ``render(selection, base_url=None) -> {relative path: text}``."""
+    """The format's renderer: ``render(selection, base_url=None) -> {relative path: text}``. The
+    text is inert (workbench.inert): what others wrote reaches an agent's context, and a reviewer
+    opening the file, with every control and bidi character shown, never acted on."""
     try:
-        return FORMATS[name]
+        render = FORMATS[name]
     except KeyError:
         raise UserError(f"unknown export format {name!r} (valid: {', '.join(FORMATS)}, bundle)") from None
+
+    def inert_render(sel: Selection, **kwargs: object) -> dict[str, str]:
+        return {path: inert(text) for path, text in render(sel, **kwargs).items()}
+    return inert_render

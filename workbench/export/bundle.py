@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from ..errors import UserError
+from ..inert import inert
 from ..models import Fragment, Version
 
 FORMAT_VERSION = 1
@@ -57,7 +58,9 @@ def write(out: Path, records: list[dict[str, Any]], definition: dict[str, Any], 
     check_folder(out, force=force)
     records = sorted(records, key=lambda r: r["id"])
     pins = sorted(pins or [], key=lambda p: (p["id"], p["scope"]))
-    data = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n" for r in records)
+    # inert JSON: C1 and bidi characters escaped as \\uXXXX, the same values (one record a line, whatever the text)
+    data = "".join(inert(json.dumps(r, sort_keys=True, ensure_ascii=False, separators=(",", ":"))) + "\n"
+                   for r in records)
     checksum = hashlib.sha256(data.encode("utf-8")).hexdigest()
     created = max((v["created_at"] for r in records for v in r["versions"]), default=None)
     manifest = {"format": FORMAT_VERSION, "set": definition, "fragments": len(records),
@@ -97,7 +100,7 @@ def read(folder: Path) -> tuple[dict[str, Any], list[Any]]:
     if hashlib.sha256(raw).hexdigest() != expected:
         raise UserError(f"{folder}: checksum mismatch: fragments.jsonl does not match manifest.yaml; nothing imported")
     try:
-        records = [json.loads(line) for line in raw.decode("utf-8").splitlines() if line.strip()]
+        records = [json.loads(line) for line in raw.decode("utf-8").split("\n") if line.strip()]
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
         raise UserError(f"{data_path}: unreadable ({type(e).__name__}: {str(e)[:200]})") from e
     return manifest, records

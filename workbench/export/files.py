@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..inert import inert
 from ..ingest.files import render_fragment
 from ..models import Fragment
 from .manifest import MANIFEST, check_export_folder, write_export
@@ -18,8 +19,9 @@ KIND = "fragment-files"
 
 
 def planned(fragments: list[Fragment]) -> list[tuple[str, str]]:
-    """(relative path, text) for each fragment, as ``export_files`` writes them."""
-    return [(f"{f.scope.org}/{f.scope.repo or '_org'}/{f.id}.md", render_fragment(f)) for f in fragments]
+    """(relative path, text) for each fragment, as ``export_files`` writes them: inert text (a control
+    or bidi character someone wrote is shown as ``\\uXXXX``; bundles keep values exact)."""
+    return [(f"{f.scope.org}/{f.scope.repo or '_org'}/{f.id}.md", inert(render_fragment(f))) for f in fragments]
 
 
 def export_files(fragments: list[Fragment], out: Path, *, force: bool = False, progress=None,

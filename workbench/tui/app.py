@@ -26,10 +26,13 @@ from typing import Any, Callable, Iterable
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import ProgressBar, Static
+from textual.widgets import ProgressBar
 
 from ..errors import WorkbenchError
+from ..inert import inert
+from .plain import Static
 
 
 def plain(message: str) -> str:
@@ -88,6 +91,17 @@ class WorkbenchApp(App):
     def _show_identity(self) -> None:
         model = {"loading": " · model loading…", "failed": " · model unavailable"}.get(self.model_state, "")
         self.sub_title = f"{self.wb.config.name} · as {self.principal.name}{model}"
+
+    def notify(self, message: str, *, title: str = "", severity: str = "information", timeout: float | None = None,
+               markup: bool = False) -> None:
+        """A notification whose message and title are shown as plain, inert text: they often quote what
+        others wrote (a title, an id, the core's error about them). ``markup`` is ignored."""
+        super().notify(inert(str(message)), title=inert(str(title)), severity=severity, timeout=timeout,
+                       markup=False)
+
+    def format_title(self, title: str, sub_title: str) -> Content:
+        """The header's title and subtitle (the workspace's and the principal's names), inert."""
+        return super().format_title(inert(title), inert(sub_title))
 
     def clock(self) -> datetime:
         from ..models import utcnow

@@ -31,6 +31,8 @@ from aiohttp import web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server
 
+from ..inert import inert
+
 log = logging.getLogger("textual-serve")
 
 QUIT_GRACE_S = 3.0        # a closed tab's app has this long to end after "quit", then it is killed
@@ -117,7 +119,7 @@ class AppProcess(AppService):
             pass
         log.error("the workbench app ended before it started%s",
                   f": {unread.decode('utf-8', 'replace').strip()}" if unread.strip() else "")
-        text = bytes(self._stderr.tail).decode("utf-8", "replace").strip()
+        text = inert(bytes(self._stderr.tail).decode("utf-8", "replace")).strip()  # shown on the page's terminal
         lines = ["The workbench app ended before it started.", "",
                  *(text.splitlines() if text else ["(it wrote nothing)"]), "", "Reload the page to try again."]
         await self.remote_write_bytes(("\x1b[2J\x1b[H" + "\r\n".join(lines) + "\r\n").encode())

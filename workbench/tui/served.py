@@ -30,9 +30,9 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.drivers.web_driver import WebDriver
-from textual.widgets import Static
 
 from ..errors import WorkbenchError
+from .plain import Static
 
 START_LOCK_WAIT_S = 15.0  # how long a served app waits at start for another process to let the workspace go
 EXIT_GRACE_S = 3.0        # once asked to quit, the process ends by then even if the app has not returned

@@ -10,10 +10,11 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Button, Input, Static
+from textual.widgets import Button
 
 from ...errors import WorkbenchError
 from ..messages import plain
+from ..plain import Input, Static
 from .base import WbScreen
 
 # (field, label, placeholder)

@@ -6,7 +6,9 @@ from typing import Callable, Iterable
 
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import Footer, Header, ProgressBar, Static
+from textual.widgets import Footer, Header, ProgressBar
+
+from ..plain import Static
 
 
 class WbScreen(Screen):

@@ -17,10 +17,11 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Checkbox, DataTable, Input, Static, Tree
+from textual.widgets import Checkbox
 
 from ...service.browse import ORG_WIDE, Branch, matching, rows, scope_tree
 from ..format import age, clip, scope_label, short_id
+from ..plain import DataTable, Input, Static, Tree
 from .base import WbScreen
 from .rowactions import ROW_ACTIONS, RowActions, RowFragment, row_bindings
 

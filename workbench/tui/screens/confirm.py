@@ -12,7 +12,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Label
+from textual.widgets import Button, Footer
+
+from ..plain import Label
 
 
 class DiscardScreen(ModalScreen[bool]):

@@ -16,7 +16,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Label, Static
+from textual.widgets import Button, Footer
+
+from ...inert import inert
+from ..plain import Label, Static
 
 RELOAD, KEEP = "reload", "keep"
 
@@ -47,7 +50,7 @@ def coloured_diff(diff: str) -> Text:
             style = "cyan"
         else:
             style = ""
-        text.append(line, style)
+        text.append(inert(line), style)
     return text
 
 

@@ -13,11 +13,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Input, Label, OptionList, Select, Static, TextArea
+from textual.widgets import Button, Footer, OptionList
 
 from ...errors import WorkbenchError
-from .conflict import coloured_diff
 from ..format import LOADING, version_line
+from ..plain import Input, Label, Select, Static, TextArea
+from .conflict import coloured_diff
 
 LETTER_ACTIONS = {"pick_from", "pick_to", "swap"}
 

@@ -21,9 +21,10 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Button, Input, Label, Static, TextArea
+from textual.widgets import Button
 
 from ...errors import Conflict, WorkbenchError
+from ..plain import Input, Label, Static, TextArea
 from .base import WbScreen
 from .confirm import SaveAnywayScreen
 
@@ -110,8 +111,9 @@ class EditScreen(WbScreen):
 
     def _start_from(self, f) -> None:
         """Load version ``f`` into the editor: from now on saves are made from it."""
-        self.base, self.loaded = f.version, f.body
-        self.query_one("#editor", TextArea).load_text(f.body)
+        editor = self.query_one("#editor", TextArea)
+        editor.load_text(f.body)
+        self.base, self.loaded = f.version, editor.text  # as the editor holds it: inert (tui/plain.py), its line ends
         self.query_one("#edit-title", Static).update(
             f"Editing {self.fragment_id} v{f.version} (markdown body) · ctrl+s saves a new version")
 

@@ -15,10 +15,11 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import Button, Input, Select, Static, TextArea
+from textual.widgets import Button
 
 from ...errors import UserError, WorkbenchError
 from ..messages import plain
+from ..plain import Input, Select, Static, TextArea
 from .base import WbScreen
 
 FORMATS = [("AGENTS.md", "agents-md"), ("CLAUDE.md", "claude-md"), ("Cursor rules (.mdc)", "cursor-rules"),

@@ -14,11 +14,12 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import DataTable, Markdown, Static
 
 from ...errors import Conflict, WorkbenchError
-from .base import WbScreen
+from ...inert import inert
 from ..format import LOADING, version_line
+from ..plain import DataTable, Markdown, Static
+from .base import WbScreen
 
 USAGE_DAYS = 90   # the window of the usage line ("served N times in 90 days by K principals")
 
@@ -148,10 +149,10 @@ class FragmentScreen(WbScreen):
         if f is None:
             return
         meta = Text()
-        meta.append(f.id, "bold")
+        meta.append(inert(f.id), "bold")
         meta.append(f"\nv{f.version} · {f.kind} · {f.status}")
         if self.superseded:
-            meta.append(f"\nsuperseded by {self.superseded[0]}@v{self.superseded[1]}: prefer it", "bold yellow")
+            meta.append(inert(f"\nsuperseded by {self.superseded[0]}@v{self.superseded[1]}: prefer it"), "bold yellow")
         verified = f"{f.verified_at:%Y-%m-%d}" if f.verified_at else "-"
         lines = [f"scope: {f.scope}", f"owner: {f.owner}", f"updated: {f.updated_at:%Y-%m-%d}",
                  f"verified: {verified}",
@@ -164,7 +165,7 @@ class FragmentScreen(WbScreen):
                       f"links in: {', '.join(self.node['links_in']) or '-'}"]
         sources = ", ".join(f"{s.repo or ''}:{s.path}" for s in f.sources) or "-"
         lines += [f"sources: {sources}", f"tags: {', '.join(f.tags) or '-'}"]
-        meta.append("".join(f"\n{line}" for line in lines))
+        meta.append(inert("".join(f"\n{line}" for line in lines)))
         self.query_one("#meta", Static).update(meta)
 
     # -- history ------------------------------------------------------------------------

@@ -13,9 +13,9 @@ from __future__ import annotations
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Static
 
 from ...service.gaps import draft
+from ..plain import DataTable, Static
 from .base import WbScreen
 
 DAYS = 30

@@ -16,8 +16,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Markdown
 
+from ..plain import Markdown
 from .base import WbScreen
 
 # Textual's own keys on every screen (focus movement, copy): not ours to document per screen.

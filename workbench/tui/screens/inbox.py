@@ -14,10 +14,11 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Button, DataTable, Input, Label, Static, TextArea
+from textual.widgets import Button
 
 from ...errors import WorkbenchError
 from ..messages import plain
+from ..plain import DataTable, Input, Label, Static, TextArea
 from .base import WbScreen
 
 ID_WIDTH, TITLE_WIDTH, REASON_WIDTH = 24, 30, 60

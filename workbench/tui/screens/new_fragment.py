@@ -11,10 +11,11 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Button, Input, Select, Static, TextArea
+from textual.widgets import Button
 
 from ...errors import WorkbenchError
 from ..messages import plain
+from ..plain import Input, Select, Static, TextArea
 from .base import WbScreen
 
 KINDS = ("note", "runbook", "decision", "policy")   # what answers a question (anti-patterns have their own form)

@@ -16,10 +16,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Input, Label, Select, Static
+from textual.widgets import Button, Footer
 
 from ...models import Scope
 from ...service.staleness import MAX_DAYS
+from ..plain import Input, Label, Select, Static
 
 _CSS = """
 NAME { align: center middle; }

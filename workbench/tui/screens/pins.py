@@ -14,10 +14,11 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.suggester import SuggestFromList
 from textual.validation import Function
-from textual.widgets import Button, DataTable, Input, Select, Static, TextArea
+from textual.widgets import Button
 
 from ...errors import WorkbenchError
 from ..messages import plain
+from ..plain import DataTable, Input, Select, Static, TextArea, plain_title
 from .base import WbScreen
 
 ID_WIDTH, TITLE_WIDTH = 26, 32
@@ -155,7 +156,7 @@ class PinsScreen(WbScreen):
         """Say which fragment the text names, in the field's bottom border."""
         fid = self._resolve(event.value)
         if fid:
-            event.input.border_subtitle = fid if event.value.strip() != fid else clip(self.titles[fid], 60)
+            event.input.border_subtitle = plain_title(fid if event.value.strip() != fid else clip(self.titles[fid], 60))
         elif event.value.strip():
             event.input.border_subtitle = "no match yet: → accepts the suggestion"
         else:

@@ -11,7 +11,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Input, Label
+from textual.widgets import Button, Footer
+
+from ..plain import Input, Label
 
 
 class PromptScreen(ModalScreen[str | None]):

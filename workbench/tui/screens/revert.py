@@ -13,8 +13,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Input, Label, Static
+from textual.widgets import Button, Footer
 
+from ..plain import Input, Label, Static
 from .conflict import coloured_diff
 
 

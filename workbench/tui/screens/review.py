@@ -14,10 +14,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Input, Label, Static
+from textual.widgets import Button, Footer
 
 from ...errors import WorkbenchError
 from ...models import Scope
+from ..plain import Input, Label, Static
 from .pin_dialog import _CSS
 
 

@@ -16,10 +16,10 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Input, Static
 
 from ..format import clip, scope_label
 from ..messages import plain
+from ..plain import DataTable, Input, Static
 from .base import WbScreen
 from .rowactions import RowActions, RowFragment, row_bindings
 
