@@ -80,7 +80,8 @@ def _write_stats(elapsed: float, examples: int, steps: int) -> None:
     if not target:
         return
     out = {k: (dict(v) if isinstance(v, Counter) else v) for k, v in STATS.items()
-           if k not in ("by_op", "refusal_errors")}
+           if k not in ("by_op", "refusal_errors", "by_kind")}
+    out["by_kind"] = {kind: dict(c) for kind, c in sorted(STATS["by_kind"].items())}
     out["by_op"] = {op: dict(c) for op, c in sorted(STATS["by_op"].items())}
     out["refusal_errors"] = {op: dict(c) for op, c in sorted(STATS["refusal_errors"].items())}
     out["seconds"] = round(elapsed, 1)
@@ -101,6 +102,9 @@ def _run_machine(base: Path, examples: int, steps: int) -> None:
         _write_stats(time.monotonic() - started, examples, steps)
     assert STATS["violations"] == 0
     assert STATS["allowed"] > 0 and STATS["refused"] > 0
+    # every kind acted: agents without grants (refused every write), agents and services with grants
+    assert {"person", "agent", "agent with grants", "service with grants"} <= set(STATS["by_kind"]), STATS["by_kind"]
+    assert STATS["by_kind"]["agent"]["refused"] > 0
 
 
 def test_writes_against_the_oracle_quick(tmp_path):

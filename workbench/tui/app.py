@@ -44,6 +44,14 @@ MODEL_DELAY_S = 3.0     # the model starts loading this long after launch, or af
 SLOW_JOB_S = 0.3        # a job running longer than this shows its label in the job line
 # app-level keys that are plain characters: never fired from a text field, a button or a form screen
 LETTER_ACTIONS = {"browse", "search", "inbox", "pins", "new_antipattern", "export", "help", "quit", "gaps"}
+# The keys (and palette commands) that write, with the policy action each takes. Which of those the
+# principal may take at all is the core's answer (``Workbench.actions``: by its kind and grants); a
+# key whose action it may not take is neither shown nor run. Each write is still decided by the core.
+WRITE_KEYS = {"edit": "edit", "edit_row": "edit", "revert": "revert", "verify": "verify", "verify_row": "verify",
+              "snooze": "snooze", "snooze_row": "snooze", "accept": "review", "reject": "review",
+              "_accept_highlighted": "review", "_reject_highlighted": "review", "pin": "pin", "pin_row": "pin",
+              "unpin": "unpin", "unpin_row": "unpin", "new_antipattern": "create", "draft": "create",
+              "ingest_prompt": "create"}
 
 
 class WorkbenchApp(App):
@@ -83,6 +91,7 @@ class WorkbenchApp(App):
         self.closing = False
         self.data_version = 0               # bumped after every write; screens reload when they see it move
         self.model_state = "not loaded" if load_model else "off"
+        self.offered = frozenset(workbench.actions(self.principal))  # the write actions it may take at all
         self._show_identity()
 
     def _show_identity(self) -> None:
@@ -319,7 +328,13 @@ class WorkbenchApp(App):
         not while a text field or a button has focus (ctrl+q, ctrl+p and esc always work)."""
         if action in LETTER_ACTIONS and self._typing():
             return False
-        return True
+        return self.offers(action)
+
+    def offers(self, action: str) -> bool:
+        """Is ``action`` (a key's action, or a palette command's method name) one the principal may
+        take at all? Only keys that write can be refused, and only as the core says."""
+        wanted = WRITE_KEYS.get(action.removeprefix("action_"))
+        return wanted is None or wanted in self.offered
 
     def _typing(self) -> bool:
         from textual.widgets import Button, Input, TextArea
@@ -417,6 +432,11 @@ class WorkbenchApp(App):
         self.run_job(f"ingesting {folder}", job)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        for command in self._system_commands(screen):
+            if self.offers(getattr(command.callback, "__name__", "")):
+                yield command
+
+    def _system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield SystemCommand("Browse", "Browse fragments by scope (b)", self.action_browse)
         yield SystemCommand("Search", "Hybrid search as you type (/)", self.action_search)
