@@ -175,8 +175,10 @@ class ExchangeOps:
         """Sets are named within their scope: a name taken by a set the actor may read is refused;
         one taken only where the actor cannot see answers exactly like a free name (a new set)."""
         actor = self.draw_actor(data)
-        name = data.draw(st.sampled_from(SET_NAMES))
-        where = data.draw(st.sampled_from(self.scopes[:12])) if data.draw(st.booleans()) else \
+        unseen = sorted({k[0] for k in self.sets} - {k[0] for k in self.sets if self.readable_sets(actor, k[0])})
+        twin = bool(unseen) and data.draw(st.booleans())  # often: a name that exists only where it cannot see
+        name = data.draw(st.sampled_from(unseen if twin else SET_NAMES))
+        where = data.draw(st.sampled_from(self.scopes[:12])) if not twin and data.draw(st.booleans()) else \
             self.draw_scope(data, actor)
         verdicts = both(lambda r: self.oracle.define_set(actor, where))
         if verdicts[LENIENT].allowed and self.readable_sets(actor, name):

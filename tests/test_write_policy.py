@@ -15,6 +15,12 @@ The team's write policy (the specification this file tests):
 | read or export a set | its owner, and principals who can see its scope; each gets only what they can see |
 | export anything | an explicit principal; only what that principal sees |
 
+Kinds of principal limit that table further (README, "What agents may do"): a person may do all
+of it; an agent writes only inside its write grants (``writes:``), and never pins or unpins; a
+service writes (pins and unpins included) only inside its grants. A write needs every scope it
+touches granted. Every example's workspace holds an agent without a grant, an agent with one and a
+service with grants beside its persons.
+
 The author of every version is the actor; an unknown id and an id the actor may not see both
 raise ``NotFound``; other refusals of visible targets are ``UserError``s that are not ``NotFound``.
 
