@@ -61,6 +61,14 @@ def test_an_unknown_kind_stops_the_cli_with_exit_2_and_no_traceback(tmp_path, cl
     assert "principals" in r.stderr and "kind" in r.stderr and "'bot' is not one of person, agent, service" in r.stderr
 
 
+def test_the_kinds_table_has_a_row_for_every_action_of_the_policy():
+    from workbench import policy
+
+    assert set(policy.KIND_RULES) == set(policy.ACTIONS)   # a new action must say what each kind may do
+    assert all(len(row) == 3 and set(row) <= {policy.YES, policy.GRANTED, policy.NEVER}
+               for row in policy.KIND_RULES.values())
+
+
 @pytest.fixture
 def wb(tmp_path):
     """The sample config, with an agent granted payments-api and a service without grants."""

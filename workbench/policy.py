@@ -361,8 +361,9 @@ _WHY = {"agent": "agents read and propose changes (workbench propose) for a pers
 
 
 def _kind_rule(actor: Principal, action: str) -> str:
-    kinds = KIND_RULES.get(action, (YES, YES, YES))
-    return kinds[KIND_NAMES.index(actor.kind)] if actor.kind in KIND_NAMES else NEVER
+    """The table's cell (every action of RULES has a row; a kind workbench.yaml would refuse is read
+    as an agent's, the narrowest)."""
+    return KIND_RULES[action][KIND_NAMES.index(actor.kind) if actor.kind in KIND_NAMES else 1]
 
 
 def _touched(action: str, target: Any, context: Mapping[str, Any]) -> tuple[Scope, ...]:
@@ -383,7 +384,7 @@ def _by_kind(actor: Principal, action: str, target: Any, context: Mapping[str, A
     if rule == YES:
         return ALLOW
     who = f"{actor.name} is {'an' if actor.kind[:1] in 'aeiou' else 'a'} {actor.kind}"
-    why = _WHY.get(actor.kind, "only persons, agents and services are known kinds")
+    why = _WHY.get(actor.kind, _WHY["agent"])
     if rule == NEVER:
         return _deny(f"{who}: it may not {'review proposals' if action == 'review' else action}; {why}", action)
     outside = [s for s in _touched(action, target, context) if not any(g.contains(s) for g in actor.writes)]
