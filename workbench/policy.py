@@ -64,7 +64,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from .errors import NotFound, PermissionDenied, UserError
-from .models import PROPOSAL_STATUSES, Content, Fragment, Principal, Scope, call_scopes
+from .models import PRINCIPAL_KINDS, PROPOSAL_STATUSES, Content, Fragment, Principal, Scope, call_scopes
 
 
 @dataclass(frozen=True)
@@ -346,7 +346,7 @@ ACTIONS = tuple(RULES)
 # -- what each kind of principal may do ---------------------------------------------------------
 
 YES, GRANTED, NEVER = "yes", "granted", "never"
-KIND_NAMES = ("person", "agent", "service")
+KIND_NAMES = PRINCIPAL_KINDS   # ("person", "agent", "service"): the table's columns
 KIND_RULES: dict[str, tuple[str, str, str]] = {   # action: (person, agent, service), see the docstring
     **dict.fromkeys(("read", "export", "propose", "read-trace", "read-set", "read-gap", "read-usage"),
                     (YES, YES, YES)),
