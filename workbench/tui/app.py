@@ -30,6 +30,7 @@ from textual.screen import Screen
 from textual.widgets import ProgressBar, Static
 
 from ..errors import WorkbenchError
+from .offers import offers, system_commands
 
 
 def plain(message: str) -> str:
@@ -44,14 +45,6 @@ MODEL_DELAY_S = 3.0     # the model starts loading this long after launch, or af
 SLOW_JOB_S = 0.3        # a job running longer than this shows its label in the job line
 # app-level keys that are plain characters: never fired from a text field, a button or a form screen
 LETTER_ACTIONS = {"browse", "search", "inbox", "pins", "new_antipattern", "export", "help", "quit", "gaps"}
-# The keys (and palette commands) that write, with the policy action each takes. Which of those the
-# principal may take at all is the core's answer (``Workbench.actions``: by its kind and grants); a
-# key whose action it may not take is neither shown nor run. Each write is still decided by the core.
-WRITE_KEYS = {"edit": "edit", "edit_row": "edit", "revert": "revert", "verify": "verify", "verify_row": "verify",
-              "snooze": "snooze", "snooze_row": "snooze", "accept": "review", "reject": "review",
-              "_accept_highlighted": "review", "_reject_highlighted": "review", "pin": "pin", "pin_row": "pin",
-              "unpin": "unpin", "unpin_row": "unpin", "new_antipattern": "create", "draft": "create",
-              "ingest_prompt": "create"}
 
 
 class WorkbenchApp(App):
@@ -331,10 +324,8 @@ class WorkbenchApp(App):
         return self.offers(action)
 
     def offers(self, action: str) -> bool:
-        """Is ``action`` (a key's action, or a palette command's method name) one the principal may
-        take at all? Only keys that write can be refused, and only as the core says."""
-        wanted = WRITE_KEYS.get(action.removeprefix("action_"))
-        return wanted is None or wanted in self.offered
+        """May the principal use this key (or palette command) at all? As the core says (offers.py)."""
+        return offers(self.offered, action)
 
     def _typing(self) -> bool:
         from textual.widgets import Button, Input, TextArea
@@ -432,25 +423,7 @@ class WorkbenchApp(App):
         self.run_job(f"ingesting {folder}", job)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        for command in self._system_commands(screen):
-            if self.offers(getattr(command.callback, "__name__", "")):
-                yield command
-
-    def _system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
-        yield SystemCommand("Browse", "Browse fragments by scope (b)", self.action_browse)
-        yield SystemCommand("Search", "Hybrid search as you type (/)", self.action_search)
-        yield SystemCommand("Nudge inbox", "My stale fragments: verify, snooze, edit (i)", self.action_inbox)
-        yield SystemCommand("Pins", "Pin fragments in the scopes I lead (p)", self.action_pins)
-        yield SystemCommand("New anti-pattern", "Don't / why / instead (n)", self.action_new_antipattern)
-        yield SystemCommand("Gaps", "Questions agents asked that got nothing useful; draft answers (g)",
-                            self.action_gaps)
-        yield SystemCommand("Export", "Preview and write an export (x)", self.action_export)
-        yield SystemCommand("Rebuild index", "Embed new text and recompute authority", self.action_rebuild_index)
-        yield SystemCommand("Ingest folder", "Import fragment files from a folder", self.action_ingest_prompt)
-        yield SystemCommand("Help", "Keys and commands (?)", self.action_help)
-        for name, fn in getattr(screen, "commands", lambda: [])():
-            yield SystemCommand(name, f"{name} (this screen)", fn)
+        return system_commands(self, screen, super().get_system_commands(screen))
 
     def action_ingest_prompt(self) -> None:
         from .screens.prompt import PromptScreen
