@@ -45,5 +45,5 @@ def system_commands(app: Any, screen: Any, inherited: Iterable[SystemCommand]) -
                 SystemCommand("Ingest folder", "Import fragment files from a folder", app.action_ingest_prompt),
                 SystemCommand("Help", "Keys and commands (?)", app.action_help),
                 *(SystemCommand(name, f"{name} (this screen)", fn)
-                  for name, fn in getattr(screen, "commands", lambda: [])())]
+                  for name, fn in getattr(screen, "commands", list)())]
     return [c for c in commands if app.offers(getattr(c.callback, "__name__", ""))]
