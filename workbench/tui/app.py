@@ -30,7 +30,6 @@ from textual.screen import Screen
 from textual.widgets import ProgressBar, Static
 
 from ..errors import WorkbenchError
-from .offers import offers, system_commands
 
 
 def plain(message: str) -> str:
@@ -325,6 +324,8 @@ class WorkbenchApp(App):
 
     def offers(self, action: str) -> bool:
         """May the principal use this key (or palette command) at all? As the core says (offers.py)."""
+        from .offers import offers
+
         return offers(self.offered, action)
 
     def _typing(self) -> bool:
@@ -423,6 +424,8 @@ class WorkbenchApp(App):
         self.run_job(f"ingesting {folder}", job)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        from .offers import system_commands
+
         return system_commands(self, screen, super().get_system_commands(screen))
 
     def action_ingest_prompt(self) -> None:
