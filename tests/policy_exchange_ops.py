@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from hypothesis import strategies as st
+from policy_machine import STATS
 from policy_oracle import LENIENT, READINGS, STRICT, Verdict, Where, both, sees
 from policy_workspace import SET_NAMES, C, bundle_record, c_of, iso, utcnow_naive, write_bundle
 
@@ -130,7 +131,8 @@ class ExchangeOps:
             if pin["status"] != "restored":
                 continue
             where = Where(**dict(part.split("=", 1) for part in pin["scope"].split(",")))
-            self.check(self.oracle.pin(actor, self.state_of(pin["id"]), where).allowed,
+            self.check(self.oracle.pin(actor, self.state_of(pin["id"]), where,
+                                       self.session_declared(actor, where.session)).allowed,
                        f"{describe}: restored a pin {pin['id']} in {where.text()} the oracle refuses")
             self.pins[(pin["id"], where.text())] = actor
             self.events += 1
@@ -164,32 +166,45 @@ class ExchangeOps:
         want = sorted(f for f in self.frags if self.oracle.exports(who, self.frags[f].cur.state()))
         self.check(got == want, f"export files as {who}: {got}, expected exactly what {who} sees: {want}")
 
+    def readable_sets(self, viewer: str, name: str) -> list[tuple[str, str]]:
+        """The keys (name, scope) of the sets named ``name`` that ``viewer`` may read."""
+        return [key for key, (owner, where, _) in sorted(self.sets.items())
+                if key[0] == name and self.oracle.read_set(viewer, owner, where).allowed]
+
     def create_set(self, data):
+        """Sets are named within their scope: a name taken by a set the actor may read is refused;
+        one taken only where the actor cannot see answers exactly like a free name (a new set)."""
         actor = self.draw_actor(data)
-        name = data.draw(st.sampled_from(SET_NAMES))
-        where = data.draw(st.sampled_from(self.scopes[:12])) if data.draw(st.booleans()) else \
+        unseen = sorted({k[0] for k in self.sets} - {k[0] for k in self.sets if self.readable_sets(actor, k[0])})
+        twin = bool(unseen) and data.draw(st.booleans())  # often: a name that exists only where it cannot see
+        name = data.draw(st.sampled_from(unseen if twin else SET_NAMES))
+        where = data.draw(st.sampled_from(self.scopes[:12])) if not twin and data.draw(st.booleans()) else \
             self.draw_scope(data, actor)
-        if name in self.sets:
-            verdicts = both(lambda r: Verdict.no("the name is taken", hidden=None))
-        else:
-            verdicts = both(lambda r: self.oracle.define_set(actor, where))
+        verdicts = both(lambda r: self.oracle.define_set(actor, where))
+        if verdicts[LENIENT].allowed and self.readable_sets(actor, name):
+            verdicts = both(lambda r: Verdict.no("the name is taken by a set the actor reads"))
         describe = f"set create {name} in {where.text()} by {actor}"
-        if not self.attempt("set_create", verdicts,
-                            lambda: self.wb.set_create(name, scope=where.text(), actor=actor), describe)[0]:
+        hidden_twin = [k for k in self.sets if k[0] == name and k not in self.readable_sets(actor, name)]
+        ok, shown = self.attempt("set_create", verdicts,
+                                 lambda: self.wb.set_create(name, scope=where.text(), actor=actor), describe)
+        if not ok:
             return
+        self.check(shown["name"] == name and shown["owner"] == actor, f"{describe}: answered {shown}")
+        if hidden_twin:
+            STATS["sets_named_like_an_invisible_one"] += 1
         self.events += 1
         includes = []
         mine = [f for f in self.frags if self.visible(actor, f)]
         if mine and data.draw(st.booleans()):
             fid = data.draw(st.sampled_from(mine))
-            self.wb.set_change(name, fid, include=True, actor=actor)
+            self.wb.set_change(f"{name}@{where.text()}", fid, include=True, actor=actor)
             self.events += 1
             includes.append(fid)
-        self.sets[name] = (actor, where, includes)
+        self.sets[(name, where.text())] = (actor, where, includes)
 
-    def set_members_bounds(self, name: str, viewer: str) -> tuple[set[str], set[str]]:
+    def set_members_bounds(self, key: tuple[str, str], viewer: str) -> tuple[set[str], set[str]]:
         """(must show, may show) of a set to a viewer."""
-        owner, where, includes = self.sets[name]
+        owner, where, includes = self.sets[key]
         active = {f for f, m in self.frags.items() if m.cur.status == "active"}
         in_scope = {f for f in active if self.frags[f].cur.scope.org == where.org and
                     self.frags[f].cur.scope.meets(where)}
@@ -197,35 +212,47 @@ class ExchangeOps:
         owner_seen = {f for f in active if self.visible(owner, f)}
         return (in_scope | set(includes)) & seen & owner_seen, (in_scope | set(includes)) & seen
 
+    def draw_set_ref(self, data, viewer: str) -> tuple[str, dict, tuple[str, str] | None]:
+        """(a reference to a set: its name, or NAME@SCOPE; the verdicts of reading it as ``viewer``; the
+        key of the set it names for ``viewer``, when readable)."""
+        key = data.draw(st.sampled_from(sorted(self.sets)))
+        owner, where, _ = self.sets[key]
+        if data.draw(st.booleans()):
+            verdicts = both(lambda r: self.oracle.read_set(viewer, owner, where))
+            return f"{key[0]}@{key[1]}", verdicts, key if verdicts[LENIENT].allowed else None
+        readable = self.readable_sets(viewer, key[0])
+        if len(readable) == 1:
+            return key[0], both(lambda r: Verdict.ok("the one set of that name the viewer reads")), readable[0]
+        if readable:
+            return key[0], both(lambda r: Verdict.no("the viewer reads several sets of that name")), None
+        return key[0], both(lambda r: Verdict.no("no set of that name the viewer reads", hidden=True)), None
+
     def show_set(self, data):
         if not self.sets:
             return
-        name = data.draw(st.sampled_from(sorted(self.sets)))
-        owner, where, _ = self.sets[name]
         viewer = self.draw_actor(data)
-        verdicts = both(lambda r: self.oracle.read_set(viewer, owner, where))
-        describe = f"set show {name} ({where.text()}, owner {owner}) as {viewer}"
-        ok, shown = self.attempt("set_show", verdicts, lambda: self.wb.set_show(name, principal=viewer), describe)
+        ref, verdicts, key = self.draw_set_ref(data, viewer)
+        describe = f"set show {ref} as {viewer}"
+        ok, shown = self.attempt("set_show", verdicts, lambda: self.wb.set_show(ref, principal=viewer), describe)
         if not ok:
             return
         ids = {f["id"] for f in shown["fragments"]}
-        must, may = self.set_members_bounds(name, viewer)
+        must, may = self.set_members_bounds(key, viewer)
+        self.check(shown["owner"] == self.sets[key][0], f"{describe}: owner {shown['owner']}, not of {key}")
         self.check(must <= ids <= may, f"{describe}: {sorted(ids)}; must show {sorted(must)}, may show {sorted(may)}")
 
     def export_set_bundle(self, data):
         if not self.sets:
             return
-        name = data.draw(st.sampled_from(sorted(self.sets)))
-        owner, where, _ = self.sets[name]
         viewer = self.draw_actor(data)
-        verdicts = both(lambda r: self.oracle.read_set(viewer, owner, where))
+        ref, verdicts, key = self.draw_set_ref(data, viewer)
         out = self.next_path("-export")
-        describe = f"export bundle {name} ({where.text()}, owner {owner}) as {viewer}"
+        describe = f"export bundle {ref} as {viewer}"
         if not self.attempt("export_bundle", verdicts,
-                            lambda: self.wb.export_bundle(name, out, principal=viewer), describe)[0]:
+                            lambda: self.wb.export_bundle(ref, out, principal=viewer), describe)[0]:
             return
         records = [json.loads(line) for line in (out / "fragments.jsonl").read_text(encoding="utf-8").splitlines()]
-        _, may = self.set_members_bounds(name, viewer)
+        _, may = self.set_members_bounds(key, viewer)
         for r in records:
             self.check(r["id"] in may, f"{describe}: holds {r['id']}, not in what {viewer} may get {sorted(may)}")
             for v in r["versions"]:

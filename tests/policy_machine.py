@@ -46,7 +46,8 @@ def reset_stats() -> None:
     STATS.clear()
     STATS.update({"examples": 0, "principals": 0, "operations": 0, "allowed": 0, "refused": 0, "ambiguous": 0,
                   "violations": 0, "by_op": defaultdict(Counter), "refusal_errors": defaultdict(Counter),
-                  "ambiguous_outcomes": Counter(), "merge_links": Counter()})
+                  "ambiguous_outcomes": Counter(), "merge_links": Counter(), "by_kind": defaultdict(Counter),
+                  "sets_named_like_an_invisible_one": 0})
 
 
 reset_stats()
@@ -75,7 +76,7 @@ class MachineBase(RuleBasedStateMachine):
         self.pins: dict[tuple[str, str], str] = {}
         self.snoozed: set[str] = set()
         self.verified: set[str] = set()
-        self.sets: dict[str, tuple[str, Where, list[str]]] = {}
+        self.sets: dict[tuple[str, str], tuple[str, Where, list[str]]] = {}  # (name, scope) → owner, scope, ids
         self.traces: list[tuple[str, str]] = []
         self.bundles: list[Path] = []
         self.events = 0
@@ -98,8 +99,9 @@ class MachineBase(RuleBasedStateMachine):
         STATS["examples"] += 1
         STATS["principals"] += len(people)
         self.log.append("config: " + "; ".join(
-            f"{w.name} orgs={sorted(w.orgs)} repos={sorted(w.repos)} personas={sorted(w.personas)} "
-            f"sessions={sorted(w.sessions)} lead_of={[s.text() for s in w.lead_of]}" for w in people))
+            f"{w.name} ({w.kind}) orgs={sorted(w.orgs)} repos={sorted(w.repos)} personas={sorted(w.personas)} "
+            f"sessions={sorted(w.sessions)} lead_of={[s.text() for s in w.lead_of]} "
+            f"writes={[s.text() for s in w.writes]}" for w in people))
 
     def teardown(self):
         if self.wb is None:
@@ -140,14 +142,15 @@ class MachineBase(RuleBasedStateMachine):
         s = self.wb.store
         return (s.counts(), {fid: (h[1], h[0], h[3] is not None) for fid, h in s.hashes().items()},
                 {(p["fragment_id"], p["scope"]): p["pinned_by"] for p in s.pins()}, set(s.snoozes()),
-                sorted(s.set_names()))
+                sorted(s.set_names()))  # (name, scope, owner): sets are named within their scope
 
     def expected_snapshot(self):
         """What ``snapshot`` must say, from the model alone."""
         return ({"fragments": len(self.frags), "versions": sum(len(f.versions) for f in self.frags.values()),
                  "events": self.events},
                 {fid: (len(f.versions), content_hash(f.cur), fid in self.verified) for fid, f in self.frags.items()},
-                dict(self.pins), set(self.snoozed), sorted(self.sets))
+                dict(self.pins), set(self.snoozed),
+                sorted((name, scope, owner) for (name, scope), (owner, _, _) in self.sets.items()))
 
     def unchanged(self, describe: str, what: str = "refused"):
         """A refused (or no-op) operation left the store exactly as the model has it."""
@@ -170,6 +173,11 @@ class MachineBase(RuleBasedStateMachine):
             if good:
                 return data.draw(st.sampled_from(good))
         return data.draw(st.sampled_from(self.names))
+
+    def session_declared(self, actor: str, session: str | None) -> bool:
+        """A pin's session is declared: a principal is in it, or a fragment ``actor`` sees is scoped to it."""
+        return session is None or any(session in w.sessions for w in self.people.values()) or any(
+            f.cur.scope.session == session and self.visible(actor, fid) for fid, f in self.frags.items())
 
     def draw_scope(self, data, for_who: str | None = None, also: str | None = None) -> Where:
         """Any scope; or (mostly) one ``for_who`` (and ``also``, if given) belongs to; or one they
@@ -269,6 +277,9 @@ class MachineBase(RuleBasedStateMachine):
         STATS["operations"] += 1
         STATS[outcome] += 1
         STATS["by_op"][op][outcome] += 1
+        kind = next((w for w in self.people.values() if f" by {w.name}" in self.log[-1]), None)
+        if kind is not None:
+            STATS["by_kind"][f"{kind.kind}{' with grants' if kind.writes else ''}"][outcome] += 1
         if verdicts[STRICT].allowed != verdicts[LENIENT].allowed:
             STATS["ambiguous"] += 1
             followed = STRICT if (outcome == "allowed") == verdicts[STRICT].allowed else LENIENT

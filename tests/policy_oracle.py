@@ -5,6 +5,13 @@ Written from the team's policy table (see tests/test_write_policy.py), not from
 small model of principals (``Who``), scopes (``Where``) and fragment states (``State``).
 It imports nothing from ``workbench``.
 
+Principals have kinds (the team's table, README "What agents may do"): a person may do all of
+the below; an agent reads, and writes only inside its write grants (``writes``), never pins or
+unpins; a service writes (pins and unpins included) only inside its grants. A write needs every
+scope it touches inside a grant: the fragment's scope, and the new one when it moves; for a merge,
+both fragments'; for a pin, the pin's scope; for a set, the set's. A refusal for the actor's kind
+never hides anything the visibility rules do not already hide.
+
 Where the table can be read two ways, the oracle says so rather than pick one. The one
 such place is the session level: "can see scope S" may mean *a member of every level S
 sets, session included* (``STRICT``), or *would see a fragment in S with that owner*, the
@@ -17,7 +24,7 @@ two readings are still counted, to show how often the choice matters.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 STRICT, LENIENT = "strict", "lenient"
 READINGS = (STRICT, LENIENT)
@@ -51,7 +58,7 @@ class Where:
 @dataclass(frozen=True)
 class Who:
     """A principal: org memberships, ORG/REPO and ORG/PERSONA grants (ORG/* for all),
-    session names, and led scopes."""
+    session names, led scopes, its kind (person, agent or service) and its write grants."""
 
     name: str
     orgs: frozenset[str] = frozenset()
@@ -59,6 +66,8 @@ class Who:
     personas: frozenset[str] = frozenset()
     sessions: frozenset[str] = frozenset()
     lead_of: tuple[Where, ...] = ()
+    kind: str = "person"
+    writes: tuple[Where, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -120,6 +129,19 @@ def leads(who: Who, where: Where) -> bool:
     return any(where.inside(led) for led in who.lead_of)
 
 
+def kind_refusal(who: Who, pinning: bool, *touched: Where) -> Verdict | None:
+    """What the actor's kind says about a write touching these scopes (``pinning``: a pin or an
+    unpin): None when it may, else the refusal (never one that looks like an unknown id)."""
+    if who.kind == "person":
+        return None
+    if who.kind == "agent" and pinning:
+        return Verdict.no(f"{who.name} is an agent: agents never pin or unpin")
+    outside = [w for w in touched if not any(w.inside(g) for g in who.writes)]
+    if outside:
+        return Verdict.no(f"{who.name} is a {who.kind} without a write grant covering {outside[0].text()}")
+    return None
+
+
 @dataclass
 class Oracle:
     """The policy table, over ``principals`` (name -> Who)."""
@@ -144,7 +166,7 @@ class Oracle:
             return Verdict.no(f"{actor} cannot see {scope.text()}")
         if not sees_scope(own, scope, owner, reading):
             return Verdict.no(f"owner {owner} cannot see {scope.text()}")
-        return Verdict.ok("create")
+        return kind_refusal(who, False, scope) or Verdict.ok("create")
 
     def change(self, actor: str, current: State | None, new: State, *, content_changed: bool,
                reading: str) -> Verdict:
@@ -166,7 +188,7 @@ class Oracle:
                 return Verdict.no(f"{actor} cannot see the new scope {new.scope.text()}")
             if not sees_scope(own, new.scope, new.owner, reading):
                 return Verdict.no(f"new owner {new.owner} cannot see {new.scope.text()}")
-        return Verdict.ok("change")
+        return kind_refusal(who, False, current.scope, new.scope) or Verdict.ok("change")
 
     def owner_only(self, actor: str, current: State | None) -> Verdict:
         """verify / snooze."""
@@ -174,16 +196,22 @@ class Oracle:
             return Verdict.no("unknown or invisible fragment", hidden=True)
         if actor != current.owner:
             return Verdict.no(f"only the owner ({current.owner}) may")
-        return Verdict.ok("owner")
+        return kind_refusal(self._who(actor), False, current.scope) or Verdict.ok("owner")
 
-    def pin(self, actor: str, current: State | None, where: Where) -> Verdict:
+    def pin(self, actor: str, current: State | None, where: Where, declared: bool = True) -> Verdict:
         """Pin: a lead of the pin's scope who can see the fragment (the pin must also make
-        sense: an active fragment that applies in the pin's scope, same org)."""
+        sense: an active fragment that applies in the pin's scope, same org, and a session
+        someone ``declared``: a principal is in it, or a fragment the actor sees is scoped to it)."""
         who = self._who(actor)
         if not self.visible(actor, current):
             return Verdict.no("unknown or invisible fragment", hidden=True)
         if not leads(who, where):
             return Verdict.no(f"{actor} does not lead {where.text()}")
+        refused = kind_refusal(who, True, where)
+        if refused:
+            return refused
+        if not declared:
+            return Verdict.no(f"nobody declared the session {where.session}")
         if current.status != "active":
             return Verdict.no("not active")
         if current.scope.org != where.org or not current.scope.meets(where):
@@ -194,6 +222,9 @@ class Oracle:
         who = self._who(actor)
         if who is None or not leads(who, where):
             return Verdict.no(f"{actor} does not lead {where.text()}", hidden=None)
+        refused = kind_refusal(who, True, where)
+        if refused:
+            return replace(refused, hidden=None)
         if not self.visible(actor, current):
             return Verdict.no("unknown or invisible fragment", hidden=True)
         if not pinned:
@@ -210,13 +241,13 @@ class Oracle:
             return Verdict.no("different orgs")
         if keep.status != "active" or drop.status != "active":
             return Verdict.no("only active fragments")
-        return Verdict.ok("merge")
+        return kind_refusal(self._who(actor), False, keep.scope, drop.scope) or Verdict.ok("merge")
 
     def relinks(self, actor: str, linking: State, reading: str) -> bool:
         """A merge rewrites a link to the dropped fragment only in fragments the actor may change."""
         who = self._who(actor)
         return who is not None and sees(who, linking.scope, linking.owner) and \
-            sees_scope(who, linking.scope, linking.owner, reading)
+            sees_scope(who, linking.scope, linking.owner, reading) and kind_refusal(who, False, linking.scope) is None
 
     # -- reads -------------------------------------------------------------------------
 
@@ -234,7 +265,7 @@ class Oracle:
         who = self._who(actor)
         if who is None or not member_of(who, scope):
             return Verdict.no(f"{actor} cannot see {scope.text()}")
-        return Verdict.ok("set")
+        return kind_refusal(who, False, scope) or Verdict.ok("set")
 
     def exports(self, principal: str, state: State) -> bool:
         """An export holds only what its principal sees."""

@@ -1,7 +1,8 @@
 """Workspaces, fragment content and files for the write-policy property test (test_write_policy.py).
 
-A small world: 2 orgs x 2 repos x 2 personas, 1-2 sessions, 2-5 principals drawn by hypothesis and
-written as a real workbench.yaml; fragment content as the test models it (``C``); fragment files
+A small world: 2 orgs x 2 repos x 2 personas, 1-2 sessions, 2-5 persons drawn by hypothesis plus
+three principals of the other kinds (an agent without a write grant, an agent with one, a service
+with grants), written as a real workbench.yaml; fragment content as the test models it (``C``); fragment files
 and bundles written here, independently of the product's renderers. No policy decisions here.
 """
 
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import yaml
 from hypothesis import strategies as st
-from policy_oracle import State, Where, Who
+from policy_oracle import State, Where, Who, member_of
 
 from workbench import Workbench
 from workbench.models import Content
@@ -167,7 +168,24 @@ def configs(draw):
         first = next((w for w in people if w.orgs), None)
         if first is not None:
             people[people.index(first)] = replace(first, lead_of=(Where(min(first.orgs)),))
+    for name, kind, granted in OTHER_KINDS:
+        orgs = draw(st.sampled_from([o for o in ORG_CHOICES if o] if granted else ORG_CHOICES))
+        who = Who(name, frozenset(orgs),
+                  frozenset(draw(st.lists(st.sampled_from(REPO_GRANTS), unique=True, max_size=3))),
+                  frozenset(draw(st.lists(st.sampled_from(PERSONA_GRANTS), unique=True, max_size=3))),
+                  frozenset(draw(st.lists(st.sampled_from(sessions), unique=True))), kind=kind)
+        if kind == "service":  # a service may lead (and so pin, within its grants); an agent never leads
+            who = replace(who, lead_of=tuple(draw(st.lists(st.sampled_from(lead_scopes(orgs, sessions)), unique=True,
+                                                           max_size=1))) if orgs else ())
+        if granted:  # grants within its own memberships (anything else is a config error)
+            mine = [w for w in all_scopes(sessions) if member_of(who, w)]
+            who = replace(who, writes=tuple(draw(st.lists(st.sampled_from(mine), min_size=1, max_size=2, unique=True))))
+        people.append(who)
     return sessions, people
+
+
+# principals of the other kinds in every example: (name, kind, with write grants)
+OTHER_KINDS = (("agent.k", "agent", False), ("agent.w", "agent", True), ("sync.s", "service", True))
 
 
 def config_yaml(people: list[Who]) -> str:
@@ -176,7 +194,8 @@ def config_yaml(people: list[Who]) -> str:
         "orgs": [{"name": o, "repos": list(r), "personas": list(p)} for o, (r, p) in ORGS.items()],
         "principals": [{"name": w.name, "orgs": sorted(w.orgs), "repos": sorted(w.repos),
                         "personas": sorted(w.personas), "sessions": sorted(w.sessions),
-                        "lead_of": [s.text() for s in w.lead_of]} for w in people],
+                        "lead_of": [s.text() for s in w.lead_of], "kind": w.kind,
+                        **({"writes": [s.text() for s in w.writes]} if w.writes else {})} for w in people],
     }, sort_keys=False)
 
 

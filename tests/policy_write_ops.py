@@ -205,7 +205,8 @@ class WriteOps:
             where = cur.cur.scope
         else:
             where = data.draw(st.sampled_from(self.scopes))
-        verdicts = both(lambda r: self.oracle.pin(actor, self.state_of(fid), where))
+        declared = self.session_declared(actor, where.session)
+        verdicts = both(lambda r: self.oracle.pin(actor, self.state_of(fid), where, declared))
         describe = f"pin {fid} in {where.text()} by {actor}" + (f" (fragment {cur.cur.scope.text()})" if cur else "")
         if self.attempt("pin", verdicts, lambda: self.wb.pin(fid, scope=where.text(), actor=actor, reason="prop"),
                         describe, gone=self.gone(actor, fid))[0]:

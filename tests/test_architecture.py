@@ -150,10 +150,12 @@ def test_no_unused_imports_or_undefined_names():
 
 def test_the_faces_never_decide_who_may_see_or_write():
     """Authorization is the core's (workbench/policy.py through the service): no face applies the
-    visibility rule or the policy itself."""
+    visibility rule, the policy, or the kinds' table (a principal's kind or write grants) itself."""
     faces = [*(ROOT / "workbench" / "cli").rglob("*.py"), *(ROOT / "workbench" / "tui").rglob("*.py"),
+             *(ROOT / "workbench" / "server").rglob("*.py"),
              ROOT / "workbench" / "mcp" / "server.py", ROOT / "workbench" / "mcp" / "shapes.py"]
-    pattern = re.compile(r"\.can_see\(|\bpolicy\.(may|require|sees)|from \.+policy import|import policy")
+    pattern = re.compile(r"\.can_see\(|\bpolicy\.(may|require|sees|offered)|from \.+policy import|import policy"
+                         r"|\.kind\s*[=!]=\s*[\"'](person|agent|service)[\"']|\.writes\b|KIND_RULES")
     offenders = [str(p.relative_to(ROOT)) for p in faces if pattern.search(p.read_text())]
     assert offenders == []
 

@@ -249,17 +249,23 @@ def test_an_existing_set_is_never_overwritten(source, tmp_path):
         report = wb.import_bundle(out, actor="priya.raman").to_dict()
         assert report["added"] == 3 and report["set"]["status"] == "conflict"
         assert "owner sofia.okafor" in report["set"]["message"] and "another scope, include" in report["set"]["message"]
-        kept = wb.store.get_set("payments-core")
+        [kept] = wb.store.sets_named("payments-core")
         assert (kept["owner"], kept["scope"], kept["query"], kept["include"]) == (
             "sofia.okafor", "org=northwind", None, [])
         assert len(wb.store.events(action="set-create")) == 1
-    # a set of that name the importer may not even read: skipped, naming nothing about it
+    # a set of that name the importer may not even read is as if it were not there (sets are named
+    # within their scope): the bundle's set is restored exactly as into a workspace without it
+    with Workbench.open(_fresh(tmp_path, "free")) as wb:
+        free = wb.import_bundle(out, actor="marco.bianchi").to_dict()
     with Workbench.open(_fresh(tmp_path, "other")) as wb:
         wb.set_create("payments-core", scope="org=tidewater", actor="lena.fischer")
         report = wb.import_bundle(out, actor="marco.bianchi").to_dict()
-        assert report["set"]["status"] == "skipped" and "not available" in report["set"]["message"]
+        assert report["set"] == free["set"] and report["set"]["status"] == "restored"
         assert "lena" not in json.dumps(report) and "tidewater" not in json.dumps(report)
-        assert wb.store.get_set("payments-core")["owner"] == "lena.fischer"
+        assert [(s["owner"], s["scope"]) for s in wb.store.sets_named("payments-core")] == [
+            ("marco.bianchi", free["set"]["scope"]), ("lena.fischer", "org=tidewater")]
+        assert wb.set_show("payments-core", principal="marco.bianchi")["owner"] == "marco.bianchi"
+        assert wb.set_show("payments-core", principal="lena.fischer")["owner"] == "lena.fischer"
 
 
 def test_an_expired_pin_and_a_pin_outside_the_workspace_are_skipped(source, tmp_path):

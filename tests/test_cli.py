@@ -82,7 +82,7 @@ def test_json_contracts(ws, cli):
         assert key in shown
     assert shown["scope"] == {"org": "northwind", "repo": "payments-api", "persona": None, "session": None}
     people = json.loads(cli("principals", "--json", workspace=ws).stdout)
-    assert all(set(p) == {"name", "orgs", "repos", "personas", "lead_of"} for p in people)
+    assert all(set(p) == {"name", "kind", "orgs", "repos", "personas", "lead_of", "writes"} for p in people)
     marco = next(p for p in people if p["name"] == "marco.bianchi")
     assert marco["lead_of"] == ["org=northwind,repo=payments-api"]
     listed = json.loads(cli("list", "--json", "--as", "grace.kim", workspace=ws).stdout)

@@ -74,6 +74,12 @@ async def test_another_org_sees_only_its_own_question(wb):
         assert rows and all(row[2] == "agent.tw-ops" and row[3] == "11-28" for row in rows)
         assert ["1", "how do we localise the driver app into …", "agent.tw-ops", "11-28"] in rows
         assert len(rows) == len(wb.gaps(principal="agent.tw-ops", now=NOW).groups)
+        # an agent may not create fragments: it is told to propose, and neither d nor enter opens a draft
+        assert "answer one with a proposal" in shown(screen.query_one("#gaps-count"))
+        for key in ("d", "enter"):
+            await pilot.press(key)
+            await settle(pilot)
+            assert app.screen is screen, key
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -110,7 +116,7 @@ async def test_a_gap_becomes_a_new_fragment_draft_then_a_fragment(wb, size):
 
 
 async def test_the_draft_form_reports_what_the_core_refuses(wb):
-    app = app_for(wb, principal="agent.tw-ops")
+    app = app_for(wb, principal="lena.fischer")   # a tidewater lead (an agent is not offered the form)
     async with app.run_test(size=SMALL) as pilot:
         await open_gaps(pilot)
         await pilot.press("enter")

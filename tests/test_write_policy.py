@@ -15,6 +15,12 @@ The team's write policy (the specification this file tests):
 | read or export a set | its owner, and principals who can see its scope; each gets only what they can see |
 | export anything | an explicit principal; only what that principal sees |
 
+Kinds of principal limit that table further (README, "What agents may do"): a person may do all
+of it; an agent writes only inside its write grants (``writes:``), and never pins or unpins; a
+service writes (pins and unpins included) only inside its grants. A write needs every scope it
+touches granted. Every example's workspace holds an agent without a grant, an agent with one and a
+service with grants beside its persons.
+
 The author of every version is the actor; an unknown id and an id the actor may not see both
 raise ``NotFound``; other refusals of visible targets are ``UserError``s that are not ``NotFound``.
 
@@ -80,7 +86,8 @@ def _write_stats(elapsed: float, examples: int, steps: int) -> None:
     if not target:
         return
     out = {k: (dict(v) if isinstance(v, Counter) else v) for k, v in STATS.items()
-           if k not in ("by_op", "refusal_errors")}
+           if k not in ("by_op", "refusal_errors", "by_kind")}
+    out["by_kind"] = {kind: dict(c) for kind, c in sorted(STATS["by_kind"].items())}
     out["by_op"] = {op: dict(c) for op, c in sorted(STATS["by_op"].items())}
     out["refusal_errors"] = {op: dict(c) for op, c in sorted(STATS["refusal_errors"].items())}
     out["seconds"] = round(elapsed, 1)
@@ -101,6 +108,9 @@ def _run_machine(base: Path, examples: int, steps: int) -> None:
         _write_stats(time.monotonic() - started, examples, steps)
     assert STATS["violations"] == 0
     assert STATS["allowed"] > 0 and STATS["refused"] > 0
+    # every kind acted: agents without grants (refused every write), agents and services with grants
+    assert {"person", "agent", "agent with grants", "service with grants"} <= set(STATS["by_kind"]), STATS["by_kind"]
+    assert STATS["by_kind"]["agent"]["refused"] > 0
 
 
 def test_writes_against_the_oracle_quick(tmp_path):

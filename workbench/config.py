@@ -126,11 +126,12 @@ class WorkspaceConfig:
                 problem = _scope_problem(orgs, led)
                 if problem:
                     raise ValidationError(problem, file=file, field=f"{where}.lead_of")
-            principals[p["name"]] = Principal(
+            principal = Principal(
                 name=p["name"], orgs=tuple(p["orgs"]), repos=tuple(p.get("repos", ())),
                 personas=tuple(p.get("personas", ())), sessions=tuple(p.get("sessions", ())),
                 lead_of=lead_of, full_name=p.get("full_name"), email=p.get("email"),
                 kind=p.get("kind", "person"), admin=bool(p.get("admin", False)))
+            principals[p["name"]] = _with_grants(principal, p, orgs, file=file, where=where)
         default = raw.get("default_principal")
         if default is not None and default not in principals:
             raise ValidationError(f"unknown principal {default!r}", file=file, field="default_principal")
@@ -156,6 +157,35 @@ class WorkspaceConfig:
     def check_scope(self, scope: Scope) -> str | None:
         """Return a problem with ``scope`` (an undeclared org, repo or persona), or None."""
         return _scope_problem(self.orgs, scope)
+
+
+def _with_grants(principal: Principal, raw: dict[str, Any], orgs: dict[str, OrgConfig], *, file: str,
+                 where: str) -> Principal:
+    """``principal`` with its write grants (``writes:``), checked: only agents and services have
+    them, each names a declared scope the principal belongs to. An agent leads nothing and is no
+    admin: pins, reviews and acting as others are people's (or services') acts."""
+    from dataclasses import replace
+
+    if principal.kind == "agent":
+        for key, why in (("lead_of", "pins and reviews are people's acts"),
+                         ("admin", "an admin token may act as any principal")):
+            if raw.get(key):
+                raise ValidationError(f"{principal.name} is an agent: it cannot have {key} ({why})",
+                                      file=file, field=f"{where}.{key}")
+    if "writes" not in raw:
+        return principal
+    if principal.kind == "person":
+        raise ValidationError(f"{principal.name} is a person: writes (write grants) are for agents and services; "
+                              "a person writes wherever it is a member", file=file, field=f"{where}.writes")
+    grants = tuple(Scope.parse(s) for s in raw["writes"])
+    for grant in grants:
+        problem = _scope_problem(orgs, grant)
+        if problem is None and not principal.can_see(grant):
+            problem = (f"writes {str(grant)!r} is outside {principal.name}'s own memberships (a grant never "
+                       "reaches further than what the principal may see)")
+        if problem:
+            raise ValidationError(problem, file=file, field=f"{where}.writes")
+    return replace(principal, writes=grants)
 
 
 def _scope_problem(orgs: dict[str, OrgConfig], scope: Scope) -> str | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -21,6 +22,7 @@ PROPOSAL_STATUSES = ("proposed", "rejected")   # an agent's proposal, before (or
 PROPOSAL_FIELDS = ("proposed_by", "review")    # details of a proposal: its author, and the review record
 PROPOSAL_KINDS = ("note", "session-summary", "anti-pattern")  # what an agent may propose
 SCOPE_LEVELS = ("org", "repo", "persona", "session")
+PRINCIPAL_KINDS = ("person", "agent", "service")  # workbench.yaml's kind: (default person)
 
 
 def utcnow() -> datetime:
@@ -90,7 +92,9 @@ class Scope:
 
 @dataclass(frozen=True)
 class Principal:
-    """A person or agent, with memberships (orgs, ORG/REPO, ORG/PERSONA) and led scopes."""
+    """A person, agent or service (``kind``), with memberships (orgs, ORG/REPO, ORG/PERSONA), led
+    scopes and, for agents and services, the scopes workbench.yaml lets it write in (``writes``).
+    What each kind may do is policy.py's to decide."""
 
     name: str
     orgs: tuple[str, ...]
@@ -100,8 +104,9 @@ class Principal:
     lead_of: tuple[Scope, ...] = ()
     full_name: str | None = None
     email: str | None = None
-    kind: str = "person"
+    kind: str = "person"  # person, agent or service (PRINCIPAL_KINDS)
     admin: bool = False   # may manage every principal's API tokens (and, on the team server, act as others)
+    writes: tuple[Scope, ...] = ()  # an agent's or a service's write grants (workbench.yaml: writes)
 
     def _member(self, grants: tuple[str, ...], org: str, name: str) -> bool:
         return f"{org}/{name}" in grants or f"{org}/*" in grants
@@ -135,6 +140,7 @@ class Principal:
             "repos": list(self.repos),
             "personas": list(self.personas),
             "lead_of": [str(s) for s in self.lead_of],
+            "writes": [str(s) for s in self.writes],
             "admin": self.admin,
         }
 
@@ -315,3 +321,15 @@ def _iso(value: datetime | None) -> str | None:
 def as_plain(value: Any) -> Any:
     """Dataclass → dict, for JSON output of values without a ``to_dict``."""
     return value.to_dict() if hasattr(value, "to_dict") else asdict(value)
+
+
+def call_scopes(trace: Mapping[str, Any], caller: Principal | None) -> tuple[Scope, ...]:
+    """The scopes a traced call was made in: the scope it named, else each org of its caller
+    (none when the caller is no longer a principal of workbench.yaml)."""
+    named = trace.get("scope")
+    if named:
+        try:
+            return (Scope.parse(named),)
+        except UserError:
+            return ()
+    return tuple(Scope(org) for org in caller.orgs) if caller is not None else ()

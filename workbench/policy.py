@@ -24,7 +24,10 @@ module turns it into a decision for each action:
                                org), and the local administrator (no actor)
     see a golden query (check) a principal of every org its asker belongs to (``sees_query``)
     read-set                   the set's owner and principals who can see its scope
+    create-set in scope S      a principal who can see S
     change-set                 the set's owner or a lead of its scope
+    nudge                      anyone, with a cooldown of at least MIN_NUDGE_COOLDOWN_DAYS; an admin
+                               (or the local administrator, who runs the CLI on the database) sooner
     manage a token             the local administrator (no actor: whoever runs the CLI on the
       (create, list, revoke)   database file), an admin principal for any principal's tokens,
                                any principal for its own (``may_manage_token``)
@@ -35,6 +38,18 @@ module turns it into a decision for each action:
     review (accept / reject)   a reviewer of the proposal (see below) who can see the scope it
                                is accepted into; the new owner must be a member of that scope
 
+Kinds (workbench.yaml ``kind:``; ``KIND_RULES`` is the one table) limit what the rules above
+allow (a refusal by a rule is given as it is). A write grant (``writes:``, agents and services
+only, within their memberships) covers the scopes inside it; a write needs every scope it touches
+granted (both, for a move or a merge; any, for a nudge). The author of a proposal edits it before
+its review as part of proposing.
+
+    person    every action above
+    agent     reads and proposes; other writes only within a grant; never pins, unpins, nudges
+              or reviews (without a grant: it reads and proposes, for a person to review)
+    service   reads and proposes; writes (pins, unpins and nudges too) within its grants only;
+              never reviews
+
 Proposals (status ``proposed``, and ``rejected`` after a negative review) are read only by
 their author (``details.proposed_by``) and their reviewers: the leads of the proposal's scope,
 and the principal it names as owner when that is not its author. Everyone else is answered
@@ -42,7 +57,7 @@ exactly as for an id that does not exist, on every path. A proposal leaves ``pro
 a review, which records its decision and its reviewer; a rejected proposal no longer changes.
 
 A target the actor may not see is refused exactly like one that does not exist
-(``Decision.hidden``), so no message tells the two apart. Pure: no I/O, no store.
+(``Decision.hidden``), whatever the actor's kind, so no message tells the two apart. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -51,7 +66,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from .errors import NotFound, PermissionDenied, UserError
-from .models import PROPOSAL_STATUSES, Content, Fragment, Principal, Scope
+from .models import PRINCIPAL_KINDS, PROPOSAL_STATUSES, Content, Fragment, Principal, Scope, call_scopes
 
 
 @dataclass(frozen=True)
@@ -269,18 +284,6 @@ def _read_trace(actor: Principal, trace: Mapping[str, Any], **_: Any) -> Decisio
     return ALLOW if trace.get("principal") == actor.name else _unknown("trace", str(trace.get("id")), "read-trace")
 
 
-def call_scopes(trace: Mapping[str, Any], caller: Principal | None) -> tuple[Scope, ...]:
-    """The scopes a traced call was made in: the scope it named, else each org of its caller
-    (none when the caller is no longer a principal of workbench.yaml)."""
-    named = trace.get("scope")
-    if named:
-        try:
-            return (Scope.parse(named),)
-        except UserError:
-            return ()
-    return tuple(Scope(org) for org in caller.orgs) if caller is not None else ()
-
-
 def _read_activity(action: str) -> Callable[..., Decision]:
     def rule(actor: Principal | None, trace: Mapping[str, Any], *, caller: Principal | None = None,
              **_: Any) -> Decision:
@@ -315,6 +318,20 @@ def _change_set(actor: Principal, found: Mapping[str, Any], **_: Any) -> Decisio
                  "change-set")
 
 
+def _create_set(actor: Principal, scope: Scope, **_: Any) -> Decision:
+    return ALLOW if actor.can_see(scope) else _deny(f"{actor.name} may not define a set in {scope}", "create-set")
+
+
+MIN_NUDGE_COOLDOWN_DAYS = 1  # sooner re-sends every nudge: an admin's or the local administrator's call
+
+
+def _nudge(actor: Principal, cooldown_days: int, *, administrator: bool = False, **_: Any) -> Decision:
+    if cooldown_days >= MIN_NUDGE_COOLDOWN_DAYS or actor.admin or administrator:
+        return ALLOW
+    return _deny(f"the nudge cooldown must be at least {MIN_NUDGE_COOLDOWN_DAYS} day: only an admin or the local "
+                 f"administrator may nudge again sooner ({actor.name} is not an admin)", "nudge")
+
+
 RULES: dict[str, Callable[..., Decision]] = {
     "read": _read, "export": _read,
     "create": _create, "edit": _edit, "reassign": _reassign,
@@ -323,21 +340,88 @@ RULES: dict[str, Callable[..., Decision]] = {
     "pin": _pin, "unpin": _unpin,
     "merge": _merge, "relink": _relink,
     "read-trace": _read_trace, "read-set": _read_set, "change-set": _change_set,
-    "propose": _propose, "review": _review,
+    "propose": _propose, "review": _review, "create-set": _create_set, "nudge": _nudge,
     "read-gap": _read_activity("read-gap"), "read-usage": _read_activity("read-usage"),
 }
 ACTIONS = tuple(RULES)
+
+# -- what each kind of principal may do ---------------------------------------------------------
+
+YES, GRANTED, NEVER = "yes", "granted", "never"
+KIND_NAMES = PRINCIPAL_KINDS   # ("person", "agent", "service"): the table's columns
+KIND_RULES: dict[str, tuple[str, str, str]] = {   # action: (person, agent, service), see the docstring
+    **dict.fromkeys(("read", "export", "propose", "read-trace", "read-set", "read-gap", "read-usage"),
+                    (YES, YES, YES)),
+    **dict.fromkeys(("create", "edit", "reassign", "archive", "restore", "revert", "merge", "relink", "verify",
+                     "snooze", "create-set", "change-set"), (YES, GRANTED, GRANTED)),
+    **dict.fromkeys(("pin", "unpin", "nudge"), (YES, NEVER, GRANTED)),
+    "review": (YES, NEVER, NEVER),
+}
+WRITE_ACTIONS = tuple(a for a, kinds in KIND_RULES.items() if kinds != (YES, YES, YES))
+_WHY = {"agent": "agents read and propose changes (workbench propose) for a person to review",
+        "service": "a service writes only within its grants, and a person reviews proposals"}
+
+
+def _kind_rule(actor: Principal, action: str) -> str:
+    """The table's cell (every action of RULES has a row; a kind workbench.yaml would refuse is read
+    as an agent's, the narrowest)."""
+    return KIND_RULES[action][KIND_NAMES.index(actor.kind) if actor.kind in KIND_NAMES else 1]
+
+
+def _touched(action: str, target: Any, context: Mapping[str, Any]) -> tuple[Scope, ...]:
+    """The scopes an action writes in, for the grant check: the target's, and where it moves to."""
+    if isinstance(target, Scope):
+        return (target,)
+    if isinstance(target, Fragment):
+        if action == "pin":
+            return (context["scope"],)
+        drop = context.get("drop")
+        return (target.scope, *([context["scope"]] if action == "reassign" else []), *([drop.scope] if drop else []))
+    return (_set_scope(target),) if isinstance(target, Mapping) and "scope" in target else ()
+
+
+def _by_kind(actor: Principal, action: str, target: Any, context: Mapping[str, Any]) -> Decision:
+    """The kind table's answer for ``actor``: ALLOW, or a refusal saying why and what it may do."""
+    rule = _kind_rule(actor, action)
+    if rule == YES:
+        return ALLOW
+    who = f"{actor.name} is {'an' if actor.kind[:1] in 'aeiou' else 'a'} {actor.kind}"
+    why = _WHY.get(actor.kind, _WHY["agent"])
+    if rule == NEVER:
+        return _deny(f"{who}: it may not {'review proposals' if action == 'review' else action}; {why}", action)
+    outside = [s for s in _touched(action, target, context) if not any(g.contains(s) for g in actor.writes)]
+    if actor.writes and not outside:
+        return ALLOW
+    grants = (f"its write grants ({', '.join(str(g) for g in actor.writes)}) do not cover {outside[0]}"
+              if actor.writes else "workbench.yaml grants it no write scope (writes)")
+    return _deny(f"{who}: it may not {action} here: {grants}; {why}", action)
+
+
+def offered(actor: Principal) -> frozenset[str]:
+    """The write actions ``actor`` may take somewhere, by its kind and grants (each is still decided
+    on its target by ``may``): what a face offers it."""
+    return frozenset(a for a in WRITE_ACTIONS if _kind_rule(actor, a) == YES
+                     or (_kind_rule(actor, a) == GRANTED and actor.writes))
 
 
 def may(actor: Principal, action: str, target: Any, **context: Any) -> Decision:
     """May ``actor`` do ``action`` to ``target`` (a fragment, a scope, a trace or a set)? For
     read-gap and read-usage, ``actor`` None is the local administrator and ``caller`` the
     principal who made the call (``Principal``, None when unknown)."""
+    return _decide(actor, action, target, action, context)
+
+
+def _decide(actor: Principal, action: str, target: Any, as_kind: str, context: Mapping[str, Any]) -> Decision:
+    """The action's rule, then (when the rule allows) the kind table for ``as_kind``: a refusal
+    of the rule (an unknown target above all) stays exactly what it was."""
     try:
         rule = RULES[action]
     except KeyError:
         raise ValueError(f"unknown action {action!r} (valid: {', '.join(ACTIONS)})") from None
-    return rule(actor, target, **context)
+    decision = rule(actor, target, **context)
+    if not decision or actor is None:
+        return decision
+    return _by_kind(actor, as_kind, target, context)
 
 
 def require(actor: Principal, action: str, target: Any, **context: Any) -> None:
@@ -378,14 +462,10 @@ def may_write(actor: Principal, current: Fragment | None, new: Content, *,
             return _deny(f"{current.id} was rejected: a rejected proposal no longer changes", action)
         if proposed_by(new) != proposed_by(current):
             return _deny(f"the author of proposal {current.id} cannot change", action)
-    if action == "reassign":
-        return may(actor, "reassign", current, scope=new.scope, owner=owner)
-    return may(actor, action, current)
-
-
-def require_write(actor: Principal, current: Fragment | None, new: Content, *,
-                  principals: Mapping[str, Principal]) -> None:
-    may_write(actor, current, new, principals=principals).check()
+    # the author's changes to its own proposal before the review are part of proposing (any kind)
+    as_kind = "propose" if current.status == "proposed" and authored(actor, current) else action
+    context = {"scope": new.scope, "owner": owner} if action == "reassign" else {}
+    return _decide(actor, action, current, as_kind, context)
 
 
 def may_manage_token(actor: Principal | None, owner: str) -> bool:
@@ -410,6 +490,7 @@ def taken_message(fragment_id: str) -> str:
     return f"id {fragment_id!r} is not available: choose another id"
 
 
-__all__ = ["Decision", "ACTIONS", "RULES", "may", "require", "may_write", "require_write", "write_action", "sees",
-           "sees_scope", "sees_query", "taken_message", "may_manage_token", "sees_workspace_totals", "call_scopes",
+__all__ = ["Decision", "ACTIONS", "RULES", "KIND_RULES", "WRITE_ACTIONS", "offered", "may", "require", "may_write",
+           "write_action", "sees", "sees_scope", "sees_query", "taken_message", "may_manage_token",
+           "sees_workspace_totals", "call_scopes",
            "proposed_by", "authored", "reviews"]

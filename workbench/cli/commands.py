@@ -126,18 +126,19 @@ def _summary(f) -> dict:
             "updated_at": f.to_dict()["updated_at"], "verified_at": f.to_dict()["verified_at"]}
 
 
-@command("principals", "List the principals of workbench.yaml with their memberships and led scopes.",
+@command("principals", "List the principals of workbench.yaml: kind, memberships, led scopes, write grants.",
          "workbench principals --json")
 @json_option()
 def principals(as_json):
     with open_workbench() as wb:
         people = [p.to_dict() for p in wb.principals()]
     if as_json:
-        emit_json([{k: p[k] for k in ("name", "orgs", "repos", "personas", "lead_of")} for p in people])
+        emit_json([{k: p[k] for k in ("name", "kind", "orgs", "repos", "personas", "lead_of", "writes")}
+                   for p in people])
         return
-    print(table(["name", "orgs", "repos", "personas", "lead_of"],
-                ([p["name"], ",".join(p["orgs"]), ",".join(p["repos"]), ",".join(p["personas"]),
-                  "; ".join(p["lead_of"])] for p in people)))
+    print(table(["name", "kind", "orgs", "repos", "personas", "lead_of", "writes"],
+                ([p["name"], p["kind"], ",".join(p["orgs"]), ",".join(p["repos"]), ",".join(p["personas"]),
+                  "; ".join(p["lead_of"]), "; ".join(p["writes"])] for p in people)))
 
 
 @command("show", "Show one fragment (the current version, or --version N).",

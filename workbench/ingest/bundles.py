@@ -256,7 +256,8 @@ class SetPlan:
 def plan_set(definition: Mapping[str, Any], *, config: WorkspaceConfig, actor: Principal,
              existing: Mapping[str, Any] | None, present: Callable[[str], bool],
              sees_local: Callable[[str], bool]) -> SetPlan:
-    """Decide the set. ``existing``: the local set of that name (store row) or None; ``present(id)``:
+    """Decide the set. ``existing``: the local set of that name the actor may read (store row: of the
+    same scope if there is one), or None; ``present(id)``:
     the fragment will exist here after the import and the importer sees it; ``sees_local(id)``: the
     importer sees the local fragment (to compare an existing set as the importer sees it)."""
     name = definition["name"]
@@ -268,9 +269,6 @@ def plan_set(definition: Mapping[str, Any], *, config: WorkspaceConfig, actor: P
     plan = SetPlan(name, "restored", None, definition["owner"], str(where), definition["query"], include, exclude,
                    [i for i in (*definition["include"], *definition["exclude"]) if not present(i)])
     if existing is not None:
-        if not policy.may(actor, "read-set", existing):
-            plan.status, plan.message = "skipped", f"set name {name!r} is not available here; no set restored"
-            return plan
         local = (Scope.parse(existing["scope"]), existing["query"],
                  sorted(i for i in existing["include"] if sees_local(i)),
                  sorted(i for i in existing["exclude"] if sees_local(i)))
@@ -285,8 +283,8 @@ def plan_set(definition: Mapping[str, Any], *, config: WorkspaceConfig, actor: P
             plan.status, plan.message = "unchanged", f"a set named {name!r} with this definition exists here"
         return plan
     problem = config.check_scope(where)
-    if problem is None and not policy.sees_scope(actor, where):
-        problem = f"{actor.name} may not define a set in {where}"
+    if problem is None:
+        problem = policy.may(actor, "create-set", where).message or None
     if problem:
         plan.status, plan.message = "skipped", problem
     return plan
@@ -314,9 +312,11 @@ class PinPlan:
 
 
 def plan_pins(pins: list[Mapping[str, Any]], *, config: WorkspaceConfig, actor: Principal,
-              fragments: Mapping[str, Fragment], local: set[tuple[str, str]], now: datetime) -> list[PinPlan]:
+              fragments: Mapping[str, Fragment], local: set[tuple[str, str]], now: datetime,
+              declared: Callable[[str], bool] = lambda session: False) -> list[PinPlan]:
     """Decide each pin (``check_manifest`` has passed). ``fragments``: every fragment of the bundle
-    as it will be after the import; ``local``: the (fragment id, scope) pins here."""
+    as it will be after the import; ``local``: the (fragment id, scope) pins here; ``declared(s)``:
+    session ``s`` is declared here (or by a fragment of the bundle the importer sees)."""
     from ..curate.pins import check_pin
 
     out = []
@@ -327,6 +327,9 @@ def plan_pins(pins: list[Mapping[str, Any]], *, config: WorkspaceConfig, actor: 
                        check_timestamp("until", pin["until"], now=_FAR_FUTURE), "restored")
         fragment = fragments[pin["id"]]
         problem = config.check_scope(where)
+        if problem is None and where.session is not None and not declared(where.session) and not any(
+                f.scope.session == where.session and policy.sees(actor, f) for f in fragments.values()):
+            problem = f"unknown session {where.session!r}: no principal or fragment here declares it"
         if problem is None and plan.until is not None and plan.until <= now:
             problem = f"expired on {plan.until.isoformat()}Z"
         if problem is None:

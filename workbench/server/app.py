@@ -13,7 +13,8 @@ Routes:
                                body, e.g. {"query": "...", "k": 5}; "stdin": the text a "-" file
                                argument reads, as in {"id": ..., "file": "-", "stdin": "..."} for edit);
                                the command's JSON (exit 1 with JSON, as check's regressions: 200 and
-                               X-Workbench-Exit: 1), or {"error", "exit"} with 400 / 401 / 404 / 409 / 429 / 500
+                               X-Workbench-Exit: 1), or {"error", "exit"} with 400 / 401 / 403 (the
+                               policy refused: e.g. an agent's token writing) / 404 / 409 / 429 / 500
     /mcp                       MCP (streamable HTTP): the stdio server's tools, resources and prompt
     GET  /api/v1/openapi.json  the OpenAPI 3.1 description of these routes (discovery.py, openapi.py)
     GET  /.well-known/oauth-protected-resource[/mcp]   RFC 9728 metadata: send a bearer token (edge.py)
@@ -54,7 +55,7 @@ READ_THREADS = 3
 OTHER_THREADS = 4
 READS = {"search", "context", "show", "history", "diff", "trace", "pins", "principals", "info"}  # quick reads
 STATUS = {"NotFound": 404, "Conflict": 409, "Unauthenticated": 401, "WorkspaceBusy": 503, "ReadOnly": 409,
-          "RateLimited": 429}
+          "RateLimited": 429, "PermissionDenied": 403}
 
 
 class Front:

@@ -18,6 +18,15 @@ from .workspace import Feature, Workspace
 MAX_DISTANCE = 32  # dedupe: half the SimHash's bits; beyond that nothing is "near" (and the bands run out)
 
 
+def session_declared(ws: Workspace, who: Principal, session: str) -> bool:
+    """Is ``session`` declared: a principal's ``sessions:`` in workbench.yaml names it, or a fragment
+    ``who`` sees is scoped to it? (One known only from fragments ``who`` cannot see is not.)"""
+    if any(session in p.sessions for p in ws.config.principals.values()):
+        return True
+    return any(row.session == session and policy.sees_listed(who, Scope(row.org, row.repo, row.persona, row.session),
+                                                             row.owner, row.status) for row in ws.store.summaries())
+
+
 class Curation(Feature):
     """Pins, citation authority, near-duplicates, merges and anti-patterns."""
 
@@ -32,6 +41,7 @@ class Curation(Feature):
         where = Scope.coerce(scope)
         fragment = self.fragments.visible(self.store.get(fragment_id), who, fragment_id)
         policy.require(who, "pin", fragment, scope=where)
+        self.check_pin_scope(where, who)
         check_pin(fragment.scope, where, fragment_id, fragment.status)
         if isinstance(until, str):
             try:
@@ -47,6 +57,16 @@ class Curation(Feature):
                                  detail={"scope": str(where), "reason": reason,
                                          "until": until.isoformat() if until else None})
         return Pin(fragment_id, where, who.name, now, reason, until)
+
+    def check_pin_scope(self, where: Scope, who: Principal) -> None:
+        """A pin's scope names only what is declared: its org, repo and persona in workbench.yaml, and
+        a session someone declared (``session_declared``)."""
+        problem = self.config.check_scope(where)
+        if problem is None and where.session is not None and not session_declared(self.ws, who, where.session):
+            problem = (f"unknown session {where.session!r}: no principal of workbench.yaml is in it and no "
+                       "fragment you can see is scoped to it")
+        if problem:
+            raise UserError(problem, param="scope")
 
     def unpin(self, fragment_id: str, *, scope: Scope | str, actor: str | Principal | None = None,
               reason: str | None = None) -> None:

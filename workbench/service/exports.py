@@ -11,6 +11,7 @@ from ..errors import NotFound, PermissionDenied, UserError
 from ..ingest.importer import Progress
 from ..models import Fragment, IngestReport, Principal, Scope
 from ..store.store import utcnow
+from .curation import session_declared
 from .fragments import Fragments
 from .search import Retrieval
 from .workspace import Feature, Workspace
@@ -60,53 +61,69 @@ class Exports(Feature):
 
     # -- curated sets -------------------------------------------------------------------
 
-    def _set(self, name: str, who: Principal, action: str = "read-set") -> dict[str, Any]:
-        """A set the principal may read (or change); any other answers like an unknown name, and
-        the list of known names holds only sets the principal may read."""
-        found = self.store.get_set(name)
-        if found is None or not policy.may(who, "read-set", found):
-            readable = [n for n in self.store.set_names() if policy.may(who, "read-set", self.store.get_set(n))]
-            raise NotFound(f"unknown set {name!r} (known: {', '.join(readable) or 'none yet'})")
-        policy.require(who, action, found)
-        return found
+    def _set(self, ref: str, who: Principal, action: str = "read-set") -> dict[str, Any]:
+        """A set the principal may read (or change), by name; ``NAME@SCOPE`` picks one when the
+        principal reads sets of that name in several scopes (sets are named within their scope). Any
+        other answers like an unknown name, and the names listed are those of sets it may read."""
+        name, _, scope = ref.partition("@") if isinstance(ref, str) else (ref, "", "")
+        try:
+            where = str(Scope.parse(scope)) if scope else None
+        except UserError:
+            where = ""
+        found = [s for s in self.store.sets_named(name, where) if policy.may(who, "read-set", s)] \
+            if isinstance(name, str) and where != "" else []
+        if not found:
+            raise NotFound(f"unknown set {ref!r} (known: {', '.join(self._readable(who)) or 'none yet'})")
+        if len(found) > 1:
+            raise UserError(f"you read more than one set named {name!r}: name one as "
+                            + " or ".join(f"{name}@{s['scope']}" for s in found), param="name")
+        policy.require(who, action, found[0])
+        return found[0]
+
+    def _readable(self, who: Principal) -> list[str]:
+        """The names of the sets ``who`` may read (``NAME@SCOPE`` where it reads two of one name)."""
+        rows = [{"name": n, "scope": s, "owner": o} for n, s, o in self.store.set_names()]
+        mine = [r for r in rows if policy.may(who, "read-set", r)]
+        names = [r["name"] for r in mine]
+        return [r["name"] if names.count(r["name"]) == 1 else f"{r['name']}@{r['scope']}" for r in mine]
 
     def set_create(self, name: str, *, scope: Scope | str, actor: str | Principal | None = None,
                    query: str | None = None) -> dict[str, Any]:
+        """Define a set in ``scope`` (one the actor can see). Sets are named within their scope: a
+        name taken by a set the actor may read is refused; one taken only where the actor cannot see
+        answers exactly as a free name does (a second set of that name is made, in this scope)."""
         import re
 
         who = self.principal(actor)
         where = Scope.coerce(scope)
         if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,63}", name):
             raise UserError(f"bad set name {name!r}: use lower-case letters, digits, '.', '_' and '-'")
-        existing = self.store.get_set(name)
-        if existing is not None:
-            if not policy.may(who, "read-set", existing):
-                raise UserError(f"set name {name!r} is not available: choose another name")
-            raise UserError(f"a set named {name!r} already exists")
         problem = self.config.check_scope(where)
         if problem:
             raise UserError(problem)
-        if not policy.sees_scope(who, where):
-            raise PermissionDenied(f"{who.name} may not define a set in {where}")
+        policy.require(who, "create-set", where)
+        taken = [s for s in self.store.sets_named(name) if policy.may(who, "read-set", s)]
+        if taken:
+            raise UserError(f"a set named {name!r} already exists (in {taken[0]['scope']})")
         if query is not None and (not query.strip() or len(query) > 2000):
             raise UserError("the query must be non-empty text of at most 2000 characters", param="query")
         with self.store.transaction():
             self.store.put_set(name, who.name, str(where), query, utcnow())
             self.store.add_event("set-create", actor=who.name, detail={"set": name, "scope": str(where),
                                                                       "query": query})
-        return self.set_show(name, principal=who)
+        return self.set_show(f"{name}@{where}", principal=who)
 
     def set_change(self, name: str, fragment_id: str, *, include: bool, actor: str | Principal | None = None
                    ) -> dict[str, Any]:
         """Add (include) or remove (exclude) a fragment by hand."""
         who = self.principal(actor)
-        self._set(name, who, "change-set")
+        found = self._set(name, who, "change-set")
         self.fragments.get(fragment_id, principal=who)
         with self.store.transaction():
-            self.store.put_member(name, fragment_id, "include" if include else "exclude")
+            self.store.put_member(found["name"], found["scope"], fragment_id, "include" if include else "exclude")
             self.store.add_event("set-add" if include else "set-remove", actor=who.name, fragment_id=fragment_id,
-                                 detail={"set": name})
-        return self.set_show(name, principal=who)
+                                 detail={"set": found["name"], "scope": found["scope"]})
+        return self.set_show(f"{found['name']}@{found['scope']}", principal=who)
 
     def set_fragments(self, name: str, *, principal: str | Principal | None = None) -> list[Fragment]:
         """The set's members: the scope (or the query's hits in it) plus includes, minus excludes,
@@ -137,6 +154,16 @@ class Exports(Feature):
                 "query": found["query"], "include": visible(found["include"]),
                 "exclude": [i for i in found["exclude"] if self._sees_id(who, i)],
                 "fragments": [{"id": f.id, "version": f.version, "title": f.title, "kind": f.kind} for f in members]}
+
+    def _same_name(self, definition: dict[str, Any], who: Principal) -> dict[str, Any] | None:
+        """The set here a bundle's set meets: of its name and scope, else of its name elsewhere,
+        among the sets ``who`` may read (one it may not read is as if it were not there)."""
+        readable = [s for s in self.store.sets_named(definition["name"]) if policy.may(who, "read-set", s)]
+        try:
+            scope = str(Scope.parse(definition["scope"])) if definition.get("scope") else None
+        except UserError:
+            scope = None
+        return next((s for s in readable if s["scope"] == scope), readable[0] if readable else None)
 
     def _sees_id(self, who: Principal, fragment_id: str) -> bool:
         f = self.store.get(fragment_id)
@@ -213,11 +240,12 @@ class Exports(Feature):
                                       old.created_at if old else (item.created_at or item.versions[0].at), last.at,
                                       item.verified_at or (old.verified_at if old else None))
         set_plan = plan_set(manifest["set"], config=self.config, actor=who,
-                            existing=self.store.get_set(manifest["set"]["name"]),
+                            existing=self._same_name(manifest["set"], who),
                             present=lambda i: i in after or self._sees_id(who, i),
                             sees_local=lambda i: self._sees_id(who, i))
         pin_plans = plan_pins(manifest.get("pins") or [], config=self.config, actor=who, fragments=after,
-                              local={(p["fragment_id"], p["scope"]) for p in self.store.pins()}, now=now)
+                              local={(p["fragment_id"], p["scope"]) for p in self.store.pins()}, now=now,
+                              declared=lambda session: session_declared(self.ws, who, session))
         report = BundleReport(unchanged=list(plan.unchanged), dry_run=dry_run, set_plan=set_plan,
                               pin_plans=pin_plans)
         for item in plan.fragments:
@@ -237,9 +265,9 @@ class Exports(Feature):
             if set_plan.status == "restored":
                 self.store.put_set(set_plan.name, who.name, set_plan.scope, set_plan.query, now)
                 for fid in set_plan.include:
-                    self.store.put_member(set_plan.name, fid, "include")
+                    self.store.put_member(set_plan.name, set_plan.scope, fid, "include")
                 for fid in set_plan.exclude:
-                    self.store.put_member(set_plan.name, fid, "exclude")
+                    self.store.put_member(set_plan.name, set_plan.scope, fid, "exclude")
                 self.store.add_event("set-create", actor=who.name,
                                      detail={"set": set_plan.name, "scope": set_plan.scope, "query": set_plan.query,
                                              "include": set_plan.include, "exclude": set_plan.exclude,

@@ -28,6 +28,7 @@ import functools
 import shutil
 from pathlib import Path
 
+from .. import policy
 from ..config import CONFIG_NAME, DB_NAME, DEFAULT_CONFIG, WorkspaceConfig, resolve_workspace
 from ..errors import UserError, WorkspaceMissing
 from ..models import Principal
@@ -190,6 +191,11 @@ class Workbench:
 
     def principals(self) -> list[Principal]:
         return sorted(self.config.principals.values(), key=lambda p: p.name)
+
+    def actions(self, principal: str | Principal | None = None) -> frozenset[str]:
+        """The write actions (policy names: edit, pin, review, ...) ``principal`` may take somewhere,
+        by its kind and write grants: what a face offers it. Each is still decided on its target."""
+        return policy.offered(self.principal(principal))
 
     # -- the features' public methods ----------------------------------------------------
 

@@ -154,7 +154,7 @@ class Fragments(Feature):
             raise UserError("a reason is required for every change", param="reason")
         with self.store.transaction():
             current = self.store.get(fragment_id)
-            policy.require_write(actor, current, content, principals=self.config.principals)
+            policy.may_write(actor, current, content, principals=self.config.principals).check()
             if base is not None:
                 self.check_base(fragment_id, current, base)
             if current is not None and content.content_hash() == current.content_hash:
@@ -205,7 +205,7 @@ class Fragments(Feature):
                 raise UserError(f"the base must be a version number, not {base!r}", param="base")
             self.check_base(fragment_id, current, base)
         content, _ = self._edited(current, text, file=file, allow_secret=allow_secret)
-        policy.require_write(who, current, content, principals=self.config.principals)
+        policy.may_write(who, current, content, principals=self.config.principals).check()
         if content.content_hash() == current.content_hash:
             raise UserError(f"no change: {fragment_id} already has this content (v{current.version})")
         return who, current, content

@@ -89,11 +89,15 @@ class Staleness(Feature):
         nothing useful ("Questions we could not answer": the calls both ``principal`` and the lead may
         read; a group is told again only when it was asked again since the lead's last digest), and
         reviewers of proposals ``principal`` sees ("Proposals to review": one is named again after the
-        cooldown, or once it changed). Safe under cron: run it once per org as that org's lead."""
+        cooldown, or once it changed). Safe under cron: run it once per org as that org's lead.
+        A cooldown under ``policy.MIN_NUDGE_COOLDOWN_DAYS`` is refused unless ``principal`` is an
+        admin, or is None: the local administrator, who runs it on the database file directly (and
+        sees as the default principal)."""
         check_days(cooldown_days, "cooldown_days", allow_zero=True)
         check_days(gap_days, "gap_days")
         now = now or utcnow()
         who = self.principal(principal)
+        policy.require(who, "nudge", cooldown_days, administrator=principal is None)
         items = self.stale(days=days, now=now, principal=who)
         last = self.store.last_nudges()
         report = NudgeReport()

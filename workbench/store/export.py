@@ -12,27 +12,37 @@ from .rows import VersionWrite
 class ExportQueries:
     # The host class (Store) provides _q and transaction().
 
-    def get_set(self, name: str) -> dict[str, Any] | None:
-        rows = self._q("SELECT name, owner, scope, query, created_at FROM sets WHERE name = ?", [name])
-        if not rows:
-            return None
-        r = rows[0]
-        members = self._q("SELECT fragment_id, mode FROM set_members WHERE set_name = ? ORDER BY fragment_id", [name])
-        return {"name": r[0], "owner": r[1], "scope": r[2], "query": r[3], "created_at": r[4],
-                "include": [m[0] for m in members if m[1] == "include"],
-                "exclude": [m[0] for m in members if m[1] == "exclude"]}
+    def get_set(self, name: str, scope: str) -> dict[str, Any] | None:
+        """The set named ``name`` in ``scope`` (sets are named within their scope), or None."""
+        found = self.sets_named(name, scope)
+        return found[0] if found else None
 
-    def set_names(self) -> list[str]:
-        return [r[0] for r in self._q("SELECT name FROM sets ORDER BY name")]
+    def sets_named(self, name: str, scope: str | None = None) -> list[dict[str, Any]]:
+        """Every set named ``name`` (in ``scope`` only, when given), by scope, with its members."""
+        rows = self._q("SELECT name, owner, scope, query, created_at FROM sets WHERE name = ? AND (? IS NULL OR "
+                       "scope = ?) ORDER BY scope", [name, scope, scope])
+        out = []
+        for r in rows:
+            members = self._q("SELECT fragment_id, mode FROM set_members WHERE set_name = ? AND set_scope = ? "
+                              "ORDER BY fragment_id", [r[0], r[2]])
+            out.append({"name": r[0], "owner": r[1], "scope": r[2], "query": r[3], "created_at": r[4],
+                        "include": [m[0] for m in members if m[1] == "include"],
+                        "exclude": [m[0] for m in members if m[1] == "exclude"]})
+        return out
+
+    def set_names(self) -> list[tuple[str, str, str]]:
+        """(name, scope, owner) of every set, by name then scope."""
+        return [tuple(r) for r in self._q("SELECT name, scope, owner FROM sets ORDER BY name, scope")]
 
     def put_set(self, name: str, owner: str, scope: str, query: str | None, at: datetime) -> None:
         self._q("INSERT INTO sets VALUES (?, ?, ?, ?, ?)", [name, owner, scope, query, at])
 
-    def put_member(self, name: str, fragment_id: str, mode: str | None) -> None:
+    def put_member(self, name: str, scope: str, fragment_id: str, mode: str | None) -> None:
         with self.transaction():
-            self._q("DELETE FROM set_members WHERE set_name = ? AND fragment_id = ?", [name, fragment_id])
+            self._q("DELETE FROM set_members WHERE set_name = ? AND set_scope = ? AND fragment_id = ?",
+                    [name, scope, fragment_id])
             if mode is not None:
-                self._q("INSERT INTO set_members VALUES (?, ?, ?)", [name, fragment_id, mode])
+                self._q("INSERT INTO set_members VALUES (?, ?, ?, ?)", [name, scope, fragment_id, mode])
 
     def import_history(self, writes: list[VersionWrite]) -> None:
         """Write versions of one fragment (from a bundle) in order, the last one made current:

@@ -86,6 +86,7 @@ class WorkbenchApp(App):
         self.closing = False
         self.data_version = 0               # bumped after every write; screens reload when they see it move
         self.model_state = "not loaded" if load_model else "off"
+        self.offered = frozenset(workbench.actions(self.principal))  # the write actions it may take at all
         self._show_identity()
 
     def _show_identity(self) -> None:
@@ -333,7 +334,13 @@ class WorkbenchApp(App):
         not while a text field or a button has focus (ctrl+q, ctrl+p and esc always work)."""
         if action in LETTER_ACTIONS and self._typing():
             return False
-        return True
+        return self.offers(action)
+
+    def offers(self, action: str) -> bool:
+        """May the principal use this key (or palette command) at all? As the core says (offers.py)."""
+        from .offers import offers
+
+        return offers(self.offered, action)
 
     def _typing(self) -> bool:
         from textual.widgets import Button, Input, TextArea
@@ -431,20 +438,9 @@ class WorkbenchApp(App):
         self.run_job(f"ingesting {folder}", job)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
-        yield SystemCommand("Browse", "Browse fragments by scope (b)", self.action_browse)
-        yield SystemCommand("Search", "Hybrid search as you type (/)", self.action_search)
-        yield SystemCommand("Nudge inbox", "My stale fragments: verify, snooze, edit (i)", self.action_inbox)
-        yield SystemCommand("Pins", "Pin fragments in the scopes I lead (p)", self.action_pins)
-        yield SystemCommand("New anti-pattern", "Don't / why / instead (n)", self.action_new_antipattern)
-        yield SystemCommand("Gaps", "Questions agents asked that got nothing useful; draft answers (g)",
-                            self.action_gaps)
-        yield SystemCommand("Export", "Preview and write an export (x)", self.action_export)
-        yield SystemCommand("Rebuild index", "Embed new text and recompute authority", self.action_rebuild_index)
-        yield SystemCommand("Ingest folder", "Import fragment files from a folder", self.action_ingest_prompt)
-        yield SystemCommand("Help", "Keys and commands (?)", self.action_help)
-        for name, fn in getattr(screen, "commands", lambda: [])():
-            yield SystemCommand(name, f"{name} (this screen)", fn)
+        from .offers import system_commands
+
+        return system_commands(self, screen, super().get_system_commands(screen))
 
     def action_ingest_prompt(self) -> None:
         from .screens.prompt import PromptScreen

@@ -49,6 +49,11 @@ class WbScreen(Screen):
     def body(self) -> ComposeResult:  # pragma: no cover - every screen defines its body
         yield from ()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """A key that writes shows and runs only when the core says the principal may take its
+        action at all (``WorkbenchApp.offers``); screens that refine this call it too."""
+        return self.app.offers(action)
+
     def commands(self) -> Iterable[tuple[str, Callable[[], None]]]:
         """(name, callback) pairs this screen adds to the command palette."""
         return []

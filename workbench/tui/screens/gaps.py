@@ -75,7 +75,9 @@ class GapsScreen(WbScreen):
         if self.groups:
             table.move_cursor(row=min(max(row, 0), len(self.groups) - 1))
         self.query_one("#gaps-count", Static).update(
-            f"{report.questions} question(s) in {len(self.groups)} group(s) · d drafts a fragment that answers one"
+            f"{report.questions} question(s) in {len(self.groups)} group(s) · "
+            + ("d drafts a fragment that answers one" if self.app.offers("draft")
+               else "answer one with a proposal (workbench propose)")
             if self.groups else f"No unanswered questions in the last {DAYS} days in your scopes.")
         self._show_detail()
 
@@ -99,7 +101,8 @@ class GapsScreen(WbScreen):
 
     @on(DataTable.RowSelected, "#gaps")
     def _chosen(self) -> None:
-        self.action_draft()
+        if self.app.offers("draft"):  # as the d key: only for a principal who may create fragments
+            self.action_draft()
 
     def action_draft(self) -> None:
         from .new_fragment import NewFragmentScreen

@@ -264,10 +264,10 @@ class InboxScreen(WbScreen):
                 isinstance(self.focused, (Input, TextArea, Button)):
             return False
         if action in {"verify", "snooze"}:
-            return not self._on_proposals()
+            return not self._on_proposals() and super().check_action(action, parameters)
         if action in {"accept", "reject"}:
-            return self._on_proposals() and bool(self.proposals)
-        return True
+            return self._on_proposals() and bool(self.proposals) and super().check_action(action, parameters)
+        return super().check_action(action, parameters)
 
     def commands(self):
         return [("Verify the highlighted fragment", self.action_verify),

@@ -243,7 +243,9 @@ class PinsScreen(WbScreen):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """``u`` never fires while a field or a button has focus (it is typed there)."""
-        return not (action == "unpin" and isinstance(self.focused, (Input, TextArea, Button)))
+        if action == "unpin" and isinstance(self.focused, (Input, TextArea, Button)):
+            return False
+        return super().check_action(action, parameters)
 
     def commands(self):
         return [("Unpin the highlighted pin", self.action_unpin)]
