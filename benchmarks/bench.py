@@ -69,10 +69,12 @@ def _config() -> dict[str, Any]:
              "personas": [f"persona{p}" for p in range(PERSONAS)]} for o in range(ORGS)]
     principals = [{"name": f"lead{o}", "orgs": [f"org{o}"], "repos": [f"org{o}/*"], "personas": [f"org{o}/*"],
                    "lead_of": [f"org=org{o}"]} for o in range(ORGS)]
-    principals.append({"name": "agent", "orgs": ["org0"], "repos": ["org0/repo0", "org0/repo1"],
+    principals.append({"name": "agent", "kind": "agent", "orgs": ["org0"], "repos": ["org0/repo0", "org0/repo1"],
                        "personas": ["org0/persona0"]})
+    # the sync service that ingests the corpus: a service writes only within its grants
     principals.append({"name": "curator", "kind": "service", "orgs": [f"org{o}" for o in range(ORGS)],
-                       "repos": [f"org{o}/*" for o in range(ORGS)], "personas": [f"org{o}/*" for o in range(ORGS)]})
+                       "repos": [f"org{o}/*" for o in range(ORGS)], "personas": [f"org{o}/*" for o in range(ORGS)],
+                       "writes": [f"org=org{o}" for o in range(ORGS)]})
     return {"name": "bench", "default_principal": "lead0", "orgs": orgs, "principals": principals}
 
 
