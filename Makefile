@@ -7,7 +7,7 @@ DEMO   := .workbench
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test test-fast install workspace clean browser inspector promtool
+.PHONY: demo test test-deep test-fast install workspace clean browser inspector promtool
 
 install: $(STAMP)
 
@@ -43,7 +43,13 @@ demo: workspace
 # The CLI runs in-process in tests except where a real process is the point, and the sample
 # workspace is built once per run.
 test: $(STAMP) browser inspector promtool
-	$(BIN)/python -m pytest -q -n 2 --dist worksteal
+	$(BIN)/python -m pytest -q -n 2 --dist worksteal -m "not deep"
+
+# The long variants of property and fuzzing tests (more examples, fresh seeds: schemathesis at length,
+# generated hostile text on every screen and command) whose quick variants `make test` runs. CI runs
+# them after `make test`; run them before a release or after changing a face.
+test-deep: $(STAMP) browser inspector promtool
+	$(BIN)/python -m pytest -q -n 2 --dist worksteal -m deep
 
 # Headless Chromium (Debian's package) for the test that opens `workbench serve` in a real browser;
 # installed when absent and possible (root with apt-get), otherwise that test is skipped with the reason.

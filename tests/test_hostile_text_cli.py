@@ -184,6 +184,7 @@ def test_generated_hostile_text_is_inert_in_the_review_commands(hostile_ws, text
 
 
 @pytest.mark.slow
+@pytest.mark.deep
 @settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=hostile_line(10))
 def test_generated_hostile_text_is_inert_in_every_command(hostile_ws, text):

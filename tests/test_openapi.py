@@ -204,6 +204,7 @@ def test_schemathesis_finds_no_server_error_and_no_answer_off_its_schema(team):
 
 
 @pytest.mark.slow
+@pytest.mark.deep
 def test_schemathesis_at_length(team):
     running, token, data = team
     _schemathesis(running, token, data, max_examples=examples(100), seed=None,

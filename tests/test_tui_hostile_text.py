@@ -213,6 +213,7 @@ async def test_generated_hostile_text_is_inert_on_every_screen(hostile_ws, texts
 
 
 @pytest.mark.slow
+@pytest.mark.deep
 @settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(texts=st.lists(hostile_line(10), min_size=3, max_size=3))
 async def test_more_generated_hostile_text_is_inert_on_every_screen(hostile_ws, texts):
