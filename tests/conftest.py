@@ -164,7 +164,8 @@ PROCESS_FILES = {"test_packaging.py", "test_server.py", "test_server_faults.py",
 def pytest_collection_modifyitems(config, items):
     """Marks by file: every test of the TUI face is ``tui``; the files about whole processes (the
     installed wheel, kills, MCP stdio clients, notebooks, read-only mounts) are ``process``.
-    ``make test-fast`` leaves both out (and ``slow``); ``make test`` runs everything."""
+    ``make test-fast`` leaves both out (and ``slow``); ``make test`` runs everything but ``deep`` (the
+    long variants of property and fuzzing tests), which ``make test-deep`` runs and CI runs after it."""
     for item in items:
         if item.path.name.startswith("test_tui"):
             item.add_marker(pytest.mark.tui)
