@@ -11,6 +11,13 @@ from pathlib import Path
 
 import pytest
 
+# The MCP SDK's stdio_client binds ``errlog=sys.stderr`` when its module is first imported. Imported
+# first inside an in-process CLI run (click's CliRunner swaps sys.stderr for a stream with no file
+# descriptor), every later stdio client in that worker failed to start its subprocess
+# ("io.UnsupportedOperation: fileno"; test_mcp_wire.py then test_mcp.py in one worker). Import it
+# here, with the real stderr in place.
+import mcp.client.stdio  # noqa: E402,F401
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_corpus"
 CONFIG = SAMPLE / "workbench.yaml"
