@@ -22,7 +22,7 @@ from ..errors import SecretFound, ValidationError, WorkbenchError
 from ..models import Content, Fragment, IngestReport, Principal
 from ..store import Store
 from ..store.rows import VersionWrite
-from ..store.store import utcnow
+from ..models import utcnow
 from .files import ParsedFragment, collect, parse_fragment, read_capped
 from .secrets import scan, scan_content
 

@@ -10,7 +10,7 @@ from ..curate.pins import Pin, check_pin, from_row
 from ..errors import NotFound, UserError
 from ..ingest.files import parse_timestamp
 from ..models import Content, Fragment, Principal, Scope
-from ..store.store import utcnow
+from ..models import utcnow
 from .fragments import Fragments
 from .search import Retrieval
 from .workspace import Feature, Workspace

@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from ..config import GOLDEN_NAME, WorkspaceConfig
 from ..retrieval.pipeline import Settings
-from ..store.store import utcnow
+from ..models import utcnow
 from .search import Retrieval
 from .workspace import Feature, Workspace
 

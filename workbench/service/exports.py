@@ -10,7 +10,7 @@ from .. import policy
 from ..errors import NotFound, PermissionDenied, UserError
 from ..ingest.importer import Progress
 from ..models import Fragment, IngestReport, Principal, Scope
-from ..store.store import utcnow
+from ..models import utcnow
 from .curation import session_declared
 from .fragments import Fragments
 from .search import Retrieval

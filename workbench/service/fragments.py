@@ -11,7 +11,7 @@ from ..errors import Conflict, NotFound, UserError, ValidationError
 from ..ingest.files import normalise_body, parse_fragment, render_fragment
 from ..ingest.importer import check_semantics, guard_secrets
 from ..models import PROPOSAL_STATUSES, Content, Fragment, Principal, Scope, Version
-from ..store.store import utcnow
+from ..models import utcnow
 from .workspace import Feature
 
 

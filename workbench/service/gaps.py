@@ -17,7 +17,7 @@ import numpy as np
 from .. import policy
 from ..curate.gaps import Gap, GapGroup, GapReport, gap_reason, group_gaps
 from ..models import Principal, Scope
-from ..store.store import utcnow
+from ..models import utcnow
 from .search import Retrieval
 from .days import check_days
 from .usage import scope_filter, viewer

@@ -43,7 +43,7 @@ from ..rank.fusion import DENSE_WEIGHT
 from ..retrieval import pipeline
 from ..retrieval.index import SearchIndex, index_text, text_hash
 from ..retrieval.lexical import identifiers
-from ..store.store import utcnow
+from ..models import utcnow
 from .evaluation import Evaluation
 from .fragments import Fragments
 from .impact_report import TOP, ImpactReport, QueryImpact, SavedEdit

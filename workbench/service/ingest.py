@@ -27,7 +27,7 @@ from ..errors import UserError, WorkbenchError
 from ..ingest.importer import Progress, authorizer, check_semantics, guard_secrets, ingest_files, plan_writes
 from ..models import Fragment, IngestReport, Principal, Scope
 from ..store.rows import VersionWrite
-from ..store.store import utcnow
+from ..models import utcnow
 from .workspace import Feature, Workspace
 
 if TYPE_CHECKING:

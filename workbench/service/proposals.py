@@ -23,7 +23,7 @@ from typing import Any
 from .. import policy
 from ..errors import NotFound, RateLimited, SecretFound, UserError
 from ..models import PROPOSAL_KINDS, PROPOSAL_STATUSES, Content, Fragment, Principal, Scope
-from ..store.store import utcnow
+from ..models import utcnow
 from .fragments import Fragments
 from .workspace import Feature, Workspace
 

@@ -27,7 +27,7 @@ from ..retrieval.compose import NO_KNOWLEDGE, compose
 from ..retrieval.filters import make_filters
 from ..retrieval.embedder import MODEL_NAME
 from ..retrieval.pipeline import Hit, Ranking, Settings, confidences, hits_from, rank, rerank
-from ..store.store import utcnow
+from ..models import utcnow
 from .fragments import Fragments
 from .workspace import Feature, Workspace
 

@@ -20,7 +20,7 @@ from ..curate.gaps import digest_section as gaps_section
 from ..curate.proposals import digest_section as proposals_section
 from ..curate.staleness import StaleItem, digest, find_stale
 from ..models import Principal
-from ..store.store import utcnow
+from ..models import utcnow
 from .days import MAX_DAYS, check_days  # noqa: F401 - MAX_DAYS: the TUI's day fields use it from here
 from .fragments import Fragments
 from .workspace import Feature, Workspace

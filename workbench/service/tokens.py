@@ -35,7 +35,7 @@ from typing import Any, NamedTuple
 from .. import policy
 from ..errors import NotFound, PermissionDenied, Unauthenticated, UserError
 from ..models import Principal
-from ..store.store import utcnow
+from ..models import utcnow
 from ..store.tokens import TokenRow
 from .workspace import Feature
 

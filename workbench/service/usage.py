@@ -17,7 +17,7 @@ from ..curate.staleness import last_touched
 from ..curate.usage import NEVER, FragmentUsage, Served, Unserved, UsageReport, tally
 from ..errors import NotFound, UserError
 from ..models import Principal, Scope
-from ..store.store import utcnow
+from ..models import utcnow
 from .days import check_days
 from .workspace import Feature, Workspace
 
