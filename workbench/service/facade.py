@@ -34,7 +34,7 @@ from ..errors import UserError, WorkspaceMissing
 from ..models import Principal
 from ..retrieval.embedder import Embedder
 from ..retrieval.manager import IndexManager
-from ..store import Store
+from ..store import Store, open_store
 from .check import Checks
 from .curation import Curation
 from .evaluation import Evaluation, copy_golden, golden_to_copy
@@ -136,7 +136,7 @@ class Workbench:
             raise WorkspaceMissing(f"no workspace at {root} (run `workbench init` first, "
                                    "or pass --workspace DIR / set WORKBENCH_HOME)")
         config = WorkspaceConfig.load(root / CONFIG_NAME)
-        return cls(root, config, Store(root / DB_NAME, lock_timeout=lock_timeout))
+        return cls(root, config, open_store(config.store or root / DB_NAME, root, lock_timeout=lock_timeout))
 
     def close(self) -> None:
         self.ws.index.settle(stop=True)  # an index build behind stops: a cache, not a write

@@ -20,9 +20,10 @@ _NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 _READ_COMPATIBLE = re.compile(r"^--\s*read-compatible:", re.MULTILINE)
 
 
-def available() -> list[tuple[int, str, Path]]:
+def available(folder: Path = MIGRATIONS_DIR) -> list[tuple[int, str, Path]]:
+    """(number, name, path) of every migration in ``folder`` (each backend has its own SQL, numbered alike)."""
     found = []
-    for path in sorted(MIGRATIONS_DIR.glob("*.sql")):
+    for path in sorted(folder.glob("*.sql")):
         match = _NAME.match(path.name)
         if match:
             found.append((int(match.group(1)), match.group(2), path))

@@ -387,7 +387,7 @@ class _TraceWriter:
     def _commit(self, rows: list[list]) -> None:
         try:
             with self.store.transaction("store traces"):
-                self.store.con.executemany(_INSERT_TRACE, rows)
+                self.store._many(_INSERT_TRACE, rows)
         except Exception:  # a trace that cannot be stored must not stop the next ones
             pass
         with self._lock:

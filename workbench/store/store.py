@@ -31,13 +31,17 @@ from .tokens import TokenQueries
 
 class Store(CoreQueries, RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, OverrideQueries, TokenQueries,
             ProposalQueries, CountQueries):
-    """One open workspace database.
+    """One open workspace database (DuckDB).
+
+    ``persisted_fts``: whether the ``duckdb-fts`` lexical backend's index can live here.
 
     ``read_only``: None (default) opens read-write when the file system allows it and
     read-only otherwise (see ``connect.open_database``); True always opens read-only;
     False insists on writing. In read-only mode nothing is migrated, user writes raise a
     ``ReadOnly`` error (``require_writable``) and derived data (embeddings, authority, traces,
     the FTS index) is kept in memory or skipped instead of stored."""
+
+    persisted_fts = True
 
     def __init__(self, path: Path, *, read_only: bool | None = None, lock_timeout: float | None = None):
         self.path = Path(path)
@@ -220,6 +224,10 @@ class Store(CoreQueries, RetrievalQueries, FtsQueries, CurationQueries, ExportQu
             with self._write_lock:  # an autocommit write (a trace, a meta row): one writer at a time
                 return self._guard(lambda: self.con.execute(sql, list(params)).fetchall())
         return self._guard(lambda: self.con.execute(sql, list(params)).fetchall())
+
+    def _many(self, sql: str, rows: list[list]) -> None:
+        """One statement, once per row (inside the caller's transaction)."""
+        self._guard(lambda: self.con.executemany(sql, rows))
 
     @contextmanager
     def transaction(self, what: str = "write") -> Iterator[Store]:
