@@ -98,6 +98,11 @@ class StoreError(WorkbenchError):
     """The database failed in a way that is not the user's fault (exit 1)."""
 
 
+class StoreUnavailable(StoreError):
+    """The database cannot be reached now (a PostgreSQL restart, a network cut): retry shortly.
+    The team server answers 503 with Retry-After."""
+
+
 class ModelError(WorkbenchError):
     """The bundled embedding model could not be loaded: a broken install, not the user's input
     (exit 1). A reranker folder the user named that holds no model is a ``UserError``."""

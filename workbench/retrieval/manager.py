@@ -14,6 +14,8 @@ on whether a cache was filled: derived data is a cache, not a record.
 
 from __future__ import annotations
 
+import contextlib
+
 import threading
 from datetime import datetime
 from pathlib import Path
@@ -68,7 +70,9 @@ class IndexManager:
         with self._lock:
             if self._index is None or self._index.generation != generation:
                 seed = self._snapshot() if self._index is None else None
-                built = build_index(self.store, self, previous=self._index, progress=progress, seed=seed)
+                with self.store.snapshot() if self._index is None else contextlib.nullcontext():
+                    # (built from nothing: every read of the build sees one state of the store)
+                    built = build_index(self.store, self, previous=self._index, progress=progress, seed=seed)
                 if getattr(self.store, "shared", False) and self._index is not None:
                     built.lexical("bm25")  # readers keep the previous generation until this one is whole
                     built.vectors()
@@ -142,6 +146,12 @@ class IndexManager:
             return self.refresh()
         except BuildStopped:
             return None  # the workspace is closing: what was embedded is stored, the rest waits
+
+    def refresh_behind(self) -> None:
+        """Another process changed the store (a replica's follower says so): build the new
+        generation on its own thread now, so the next reader finds it built."""
+        if self._index is not None:
+            self._build_behind()
 
     def _build_behind(self) -> None:
         """Start building the current generation on its own thread, unless a build runs."""

@@ -55,7 +55,8 @@ READ_THREADS = 3
 OTHER_THREADS = 4
 READS = {"search", "context", "show", "history", "diff", "trace", "pins", "principals", "info"}  # quick reads
 STATUS = {"NotFound": 404, "Conflict": 409, "Unauthenticated": 401, "WorkspaceBusy": 503, "ReadOnly": 409,
-          "RateLimited": 429, "PermissionDenied": 403}
+          "RateLimited": 429, "PermissionDenied": 403, "StoreUnavailable": 503}
+RETRY = {"Retry-After": "1"}  # with every 503: the workspace is busy or its database is away for a moment
 
 
 class Front:
@@ -277,8 +278,9 @@ def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Met
         if ran.exit != 0:
             message = ran.stderr.strip().splitlines()[-1] if ran.stderr.strip() else "failed"
             message = message.removeprefix("workbench: ").removeprefix("error: ")
-            return JSONResponse({"error": message, "exit": ran.exit},
-                                status_code=STATUS.get(ran.error or "", 400 if ran.exit == 2 else 500))
+            status = STATUS.get(ran.error or "", 400 if ran.exit == 2 else 500)
+            return JSONResponse({"error": message, "exit": ran.exit}, status_code=status,
+                                headers=RETRY if status == 503 else None)
         try:
             return JSONResponse(json.loads(ran.stdout) if ran.stdout.strip() else None)
         except ValueError:
@@ -300,7 +302,7 @@ def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Met
         status = STATUS.get(error["type"], 400 if error["exit_code"] == 2 else 500)
         if status == 500:
             log.error("rpc_failed", method=method, message=error["message"])
-        return JSONResponse(answer, status_code=status)
+        return JSONResponse(answer, status_code=status, headers=RETRY if status == 503 else None)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):

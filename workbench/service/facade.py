@@ -152,6 +152,15 @@ class Workbench:
         cursor and writes go one at a time. The workspace must be writable."""
         self.store.require_writable("serve it")
         self.store.share()
+        self.store.follow(self._changed_elsewhere)
+
+    def _changed_elsewhere(self, kinds: set[str]) -> None:
+        """What another process (a replica) wrote, read from the change log: the index is rebuilt
+        behind the readers; tokens are read again at the next check."""
+        if "tokens" in kinds:
+            self.tokens.forget_tokens()
+        if "generation" in kinds:
+            self.ws.index.refresh_behind()
 
     def checkpoint_if_due(self) -> bool:
         """Shared mode (the team server): checkpoint now if the write-ahead log is over 4 MB."""

@@ -33,7 +33,8 @@ class Store(CoreQueries, RetrievalQueries, FtsQueries, CurationQueries, ExportQu
             ProposalQueries, CountQueries):
     """One open workspace database (DuckDB).
 
-    ``persisted_fts``: whether the ``duckdb-fts`` lexical backend's index can live here.
+    ``persisted_fts``: whether the ``duckdb-fts`` lexical backend's index can live here;
+    ``replicas``: whether several processes may serve it at once.
 
     ``read_only``: None (default) opens read-write when the file system allows it and
     read-only otherwise (see ``connect.open_database``); True always opens read-only;
@@ -42,6 +43,7 @@ class Store(CoreQueries, RetrievalQueries, FtsQueries, CurationQueries, ExportQu
     the FTS index) is kept in memory or skipped instead of stored."""
 
     persisted_fts = True
+    replicas = False  # one process holds the file: `server --workers` needs PostgreSQL
 
     def __init__(self, path: Path, *, read_only: bool | None = None, lock_timeout: float | None = None):
         self.path = Path(path)
@@ -164,6 +166,16 @@ class Store(CoreQueries, RetrievalQueries, FtsQueries, CurationQueries, ExportQu
             self._con.close()
             self._con = None
             clear_release_request(self.path)
+
+    def follow(self, on_change) -> None:
+        """Nothing to follow: a DuckDB file is written by the one process holding it (replicas
+        need a PostgreSQL workspace; see pg/follow.py)."""
+
+    @contextmanager
+    def snapshot(self) -> Iterator["Store"]:
+        """Reads inside see one state: the process holding the file is its only writer, and
+        it is building (see pg.PgStore.snapshot)."""
+        yield self
 
     def release_requested(self) -> bool:
         """Whether another process waits for this workspace (it asked while we held it)."""

@@ -11,9 +11,14 @@ The same interface as the DuckDB ``Store``, with what PostgreSQL changes underne
   ``base`` version rule, "no change", the next version number) hold across replicas on several
   machines exactly as they do for DuckDB's single writer. Writes are a person's pace; reads never
   take the lock.
-- **The generation is read, not remembered.** Another replica may write at any time, so
+- **The generation is read, or followed.** Another replica may write at any time, so
   ``generation()`` asks the database (a primary-key lookup) instead of trusting a counter kept in
-  this process; caches keyed by it stay right across processes.
+  this process; caches keyed by it stay right across processes. A server replica ``follow``s the
+  change log instead (follow.py): every write transaction that bumps the generation or changes
+  tokens adds a ``changes`` row and a NOTIFY, and the follower keeps the generation current
+  (never lower than this process's own last commit: a writer reads its own write at once).
+- **A consistent start.** ``snapshot()`` holds one REPEATABLE READ transaction on the calling
+  thread while an index is built from nothing, so every query of the build sees one state.
 - **Placeholders.** The mixins write DuckDB's ``?``; ``_q`` rewrites them to ``%s`` (outside
   string literals) once per statement text.
 
@@ -30,9 +35,9 @@ import queue
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
-from ...errors import ReadOnly, StoreError
+from ...errors import ReadOnly, StoreError, StoreUnavailable
 from .. import migrations as common
 from ..core import CoreQueries
 from ..counts import CountQueries
@@ -44,11 +49,13 @@ from ..retrieval import RetrievalQueries
 from ..tokens import TokenQueries
 from . import schema
 from .connect import connect, describe
+from .follow import CHANNEL, Follower
 from .queries import PgQueries
 
 WRITE_LOCK = 7_302_912  # pg_advisory_xact_lock key every write transaction takes
 _READ_ONLY_STATES = {"25006", "42501"}  # read_only_sql_transaction, insufficient_privilege
 _TRANSLATED: dict[str, str] = {}
+_WRITES = {"INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER"}
 
 
 def translate(sql: str) -> str:
@@ -128,6 +135,7 @@ class PgStore(PgQueries, CoreQueries, RetrievalQueries, CurationQueries, ExportQ
     databases never share one."""
 
     persisted_fts = False
+    replicas = True
 
     def __init__(self, dsn: str, root: Path, *, read_only: bool | None = None, lock_timeout: float | None = None):
         self.dsn = dsn
@@ -145,6 +153,9 @@ class PgStore(PgQueries, CoreQueries, RetrievalQueries, CurationQueries, ExportQ
         self.epoch = 1
         self._memory_authority = None
         self._memory_authority_graph: str | None = None
+        self._follower: Follower | None = None
+        self._known_generation: int | None = None  # kept by the follower; None: ask the database
+        self._known_lock = threading.Lock()
         self._pool = _Pool(dsn, read_only=self.read_only, size=int(os.environ.get("WORKBENCH_PG_POOL", "8")))
         self._prepare()
 
@@ -190,7 +201,82 @@ class PgStore(PgQueries, CoreQueries, RetrievalQueries, CurationQueries, ExportQ
         self.gen_epoch += 1
 
     def generation(self) -> int:
-        return int(self._q("SELECT value FROM meta WHERE key = 'generation'")[0][0])
+        known = self._known_generation
+        if known is not None and not self._depth:
+            return known
+        found = int(self._q("SELECT value FROM meta WHERE key = 'generation'")[0][0])
+        if not self._depth:
+            self._note_generation(found)
+        return found
+
+    def _note_generation(self, value: int) -> None:
+        """A generation seen committed: kept while following (it only ever goes up)."""
+        if self._follower is None:
+            return
+        with self._known_lock:
+            if self._known_generation is None or value > self._known_generation:
+                self._known_generation = value
+
+    def bump_generation(self) -> None:
+        """The generation goes up by one, and the change log says so (once per transaction)."""
+        super().bump_generation()
+        self._log_change("generation")
+
+    def _log_change(self, kind: str) -> None:
+        logged = getattr(self._local, "logged", None)
+        if self._depth and logged is not None:
+            if kind in logged:
+                return
+            logged.add(kind)
+        self._q("INSERT INTO changes (kind) VALUES (?)", [kind])
+        self._q(f"SELECT pg_notify('{CHANNEL}', ?)", [kind])  # delivered at commit
+
+    def put_token(self, token_id, principal, token_hash, created_at, expires_at, note) -> None:
+        with self.transaction():
+            super().put_token(token_id, principal, token_hash, created_at, expires_at, note)
+            self._log_change("tokens")
+
+    def revoke_token(self, token_id: str, at) -> None:
+        with self.transaction():
+            super().revoke_token(token_id, at)
+            self._log_change("tokens")
+
+    # -- replicas ---------------------------------------------------------------------
+
+    def follow(self, on_change: Callable[[set[str]], None]) -> None:
+        """Follow the change log from now on (a server replica): ``on_change(kinds)`` is called on
+        the follower's thread after other processes' writes (and this one's) are read."""
+        if self._follower is not None:
+            return
+
+        def report(kinds: set[str], generation: int) -> None:
+            self._note_generation(generation)
+            if kinds:
+                on_change(kinds)
+
+        self._follower = Follower(lambda: connect(self.dsn, read_only=True), report).start()
+        self._follower.connected.wait(10)
+
+    @contextmanager
+    def snapshot(self) -> Iterator["PgStore"]:
+        """Every read on this thread inside sees one state of the database (REPEATABLE READ, read
+        only): an index built from nothing is built from one moment. Writes inside (embeddings,
+        authority) go through their own transactions, as always."""
+        if self._depth or getattr(self._local, "con", None) is not None:
+            yield self
+            return
+        con = self._pool.get()
+        self._local.con, self._local.snapshot = con, True
+        try:
+            self._guard(lambda: con.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"))
+            yield self
+        finally:
+            self._local.con, self._local.snapshot = None, False
+            try:
+                con.execute("COMMIT")
+            except Exception:  # noqa: BLE001 - dropped by the pool if broken
+                pass
+            self._pool.put(con)
 
     def release(self) -> None:
         """Close idle connections (between calls of a long-running face); state is kept."""
@@ -202,6 +288,9 @@ class PgStore(PgQueries, CoreQueries, RetrievalQueries, CurationQueries, ExportQ
 
     def close(self) -> None:
         self.flush_traces()
+        if self._follower is not None:
+            self._follower.stop()
+            self._follower, self._known_generation = None, None
         self._pool.close()
 
     def require_writable(self, what: str = "write") -> None:
@@ -214,10 +303,11 @@ class PgStore(PgQueries, CoreQueries, RetrievalQueries, CurationQueries, ExportQ
     def schema_versions(self) -> list[int]:
         return sorted(self._with(lambda con: schema.recorded(con)))
 
-    def _with(self, fn):
-        """Run ``fn(connection)`` on this thread's transaction connection, or a borrowed one."""
+    def _with(self, fn, *, write: bool = False):
+        """Run ``fn(connection)`` on this thread's transaction connection, or a borrowed one (a
+        ``write`` outside a transaction never goes through a read-only snapshot's connection)."""
         held = getattr(self._local, "con", None)
-        if held is not None:
+        if held is not None and not (write and not self._depth and getattr(self._local, "snapshot", False)):
             return self._guard(fn, held)
         con = self._pool.get()
         try:
@@ -236,7 +326,7 @@ class PgStore(PgQueries, CoreQueries, RetrievalQueries, CurationQueries, ExportQ
                 raise ReadOnly(f"workspace is read-only: {self.where} (PostgreSQL refused the write: "
                                f"{_first_line(e)})") from e
             if isinstance(e, psycopg.OperationalError):
-                raise StoreError(f"cannot reach {self.where}: {_first_line(e)}") from e
+                raise StoreUnavailable(f"cannot reach {self.where}: {_first_line(e)}") from e
             raise StoreError(f"database error on {self.where}: {_first_line(e)}") from e
 
     def _q(self, sql: str, params: list[Any] | tuple = ()) -> list[tuple]:
@@ -246,7 +336,7 @@ class PgStore(PgQueries, CoreQueries, RetrievalQueries, CurationQueries, ExportQ
             cur = con.execute(text, list(params))
             return cur.fetchall() if cur.description is not None else []
 
-        return self._with(run)
+        return self._with(run, write=sql.lstrip()[:6].upper() in _WRITES)
 
     def _many(self, sql: str, rows: list[list]) -> None:
         text = translate(sql)
@@ -276,7 +366,8 @@ class PgStore(PgQueries, CoreQueries, RetrievalQueries, CurationQueries, ExportQ
             return
         self.require_writable(what)
         con = self._pool.get()
-        self._local.con = con
+        outer = getattr(self._local, "con", None)  # a snapshot's, when a build writes derived data
+        self._local.con, self._local.logged = con, set()
         try:
             self._guard(lambda: con.execute("BEGIN"))
             self._guard(lambda: con.execute("SELECT pg_advisory_xact_lock(%s)", [WRITE_LOCK]))
@@ -292,14 +383,19 @@ class PgStore(PgQueries, CoreQueries, RetrievalQueries, CurationQueries, ExportQ
                 except Exception:  # noqa: BLE001 - the connection is dropped below if broken
                     pass
                 raise
+            bumped = getattr(self._local, "bumped", False)
+            ours = int(con.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0]) \
+                if bumped and self._follower is not None else None
             self._depth = 0
             self._guard(lambda: con.execute("COMMIT"))
-            if getattr(self._local, "bumped", False):
+            if bumped:
                 self.forget_generation()
+                if ours is not None:
+                    self._note_generation(ours)  # this process reads its own write at once
             self._local.bumped = False
         finally:
             self._depth = 0
-            self._local.con = None
+            self._local.con, self._local.logged = outer, None
             self._pool.put(con)
 
 

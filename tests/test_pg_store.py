@@ -1,0 +1,231 @@
+"""The PostgreSQL backend's own promises, on a real PostgreSQL (tests/pg_support.py): what several
+processes sharing one database need (one writer at a time with the base version rule, a change log
+no late commit slips past, replicas that see each other's writes), exact vectors through binary
+COPY, and clear refusals (a password in workbench.yaml, an unreachable database, duckdb-fts, a
+second server process on a DuckDB file)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import psycopg
+import pytest
+
+from conftest import CONFIG, SAMPLE, write_fragment
+
+
+@pytest.fixture
+def pg_root(pg_url, tmp_path):
+    """A workspace on a fresh database with three fragments."""
+    import pg_support
+    from workbench import Workbench
+
+    config = pg_support.yaml_with_store(CONFIG, pg_url, tmp_path / "pg.yaml")
+    root = tmp_path / "ws"
+    with Workbench.init(root, config=config) as wb:
+        folder = tmp_path / "in"
+        write_fragment(folder, "nw-a", body="Retries of a charge need an idempotency key.")
+        write_fragment(folder, "nw-b", body="Roll back a bad deploy with Argo Rollouts abort.")
+        write_fragment(folder, "nw-c", body="Page the on-call engineer for a sev-1 incident.")
+        assert not wb.ingest([folder], actor="marco.bianchi").errors
+    return root
+
+
+def _wait(predicate, timeout: float = 20.0) -> float:
+    """Seconds until ``predicate()`` held (fails the test past ``timeout``)."""
+    start = time.monotonic()
+    while not predicate():
+        assert time.monotonic() - start < timeout, "timed out"
+        time.sleep(0.01)
+    return time.monotonic() - start
+
+
+def test_a_replica_finds_a_write_made_through_another(pg_root):
+    from workbench import Workbench
+
+    with Workbench.open(pg_root) as writer, Workbench.open(pg_root) as replica:
+        replica.share()
+        replica.warm()
+        before = replica.store.generation()
+        writer.edit("nw-b", "Roll back with Argo Rollouts abort; the zebracorn flag stays off.", reason="note",
+                    actor="marco.bianchi")
+
+        def found() -> bool:
+            hits = replica.search("zebracorn flag", principal="marco.bianchi", trace=False).hits
+            return bool(hits) and hits[0].id == "nw-b" and "zebracorn" in replica.get("nw-b", principal="marco.bianchi").body
+
+        _wait(found)
+        assert replica.store.generation() > before
+        assert [v.number for v in replica.history("nw-b", principal="marco.bianchi")] == [1, 2]
+
+
+def test_the_base_rule_holds_across_processes(pg_root):
+    """Two stores (two pools, as two replicas would be) save an edit from the same base at once:
+    exactly one is saved, the other is refused naming the first."""
+    from workbench import Workbench
+    from workbench.errors import Conflict
+
+    benches = [Workbench.open(pg_root) for _ in range(2)]
+    outcomes: list[object] = []
+    start = threading.Barrier(2)
+
+    def save(i: int) -> None:
+        start.wait()
+        try:
+            outcomes.append(benches[i].edit("nw-a", f"Retries need a key ({i}).", reason=f"edit {i}",
+                                            actor="marco.bianchi", base=1))
+        except Conflict as e:
+            outcomes.append(e)
+
+    threads = [threading.Thread(target=save, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        assert sorted(type(o).__name__ for o in outcomes) == ["Conflict", "Fragment"], outcomes
+        assert "changed since v1" in str(next(o for o in outcomes if isinstance(o, Conflict)))
+        assert [v.number for v in benches[0].store.versions("nw-a")] == [1, 2]
+    finally:
+        for b in benches:
+            b.close()
+
+
+def test_the_change_log_never_skips_a_commit_that_came_late(pg_url):
+    """A transaction that took its change row first and committed after a later one is read when
+    it ends: a reader going by sequence number would have read the later row, moved past the
+    earlier one's number, and never read it. Rows are read below the oldest running transaction,
+    so neither is read while the first is open, and both once it ends."""
+    from pathlib import Path
+
+    from workbench.store.pg.connect import connect
+    from workbench.store.pg.follow import Follower
+    from workbench.store.pg.store import PgStore
+
+    PgStore(pg_url, Path("/nonexistent")).close()  # migrated
+    seen: list[set[str]] = []
+    follower = Follower(lambda: connect(pg_url), lambda kinds, gen: seen.append(kinds), poll_s=0.05).start()
+    try:
+        assert follower.connected.wait(10)
+        early = psycopg.connect(pg_url, autocommit=False)
+        late = psycopg.connect(pg_url, autocommit=True)
+        early.execute("INSERT INTO changes (kind) VALUES ('tokens')")         # the lower seq, not committed
+        late.execute("INSERT INTO changes (kind) VALUES ('generation')")      # a higher seq, committed now
+        reads = follower.reads
+        _wait(lambda: follower.reads >= reads + 4)  # several reads while the early one is open
+        assert seen == [set()]  # (the start); nothing read past the open transaction
+        early.commit()
+        _wait(lambda: any(kinds == {"tokens", "generation"} for kinds in seen))
+        assert [k for k in seen if k] == [{"tokens", "generation"}]
+        early.close()
+        late.close()
+    finally:
+        follower.stop()
+
+
+def test_a_follower_cut_off_catches_up_from_its_position(pg_root, pg_admin):
+    from workbench import Workbench
+
+    with Workbench.open(pg_root) as writer, Workbench.open(pg_root) as replica:
+        replica.share()
+        replica.warm()
+        follower = replica.store._follower
+        with psycopg.connect(pg_admin, autocommit=True) as admin:  # cut its connection, as a network would
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%%' "
+                          "OR (application_name = 'workbench' AND query LIKE '%%pg_snapshot_xmin%%')")
+        writer.pin("nw-c", scope="org=northwind", actor="priya.raman", reason="on-call")
+        _wait(lambda: [p.fragment_id for p in replica.pins(principal="marco.bianchi")] == ["nw-c"])
+        _wait(lambda: follower.connected.is_set())
+        generation = writer.store.generation()
+        _wait(lambda: replica.store._known_generation == generation)  # followed (read from the log), not asked
+
+
+def test_a_token_revoked_through_one_replica_is_refused_by_another(pg_root):
+    from workbench import Workbench
+    from workbench.errors import Unauthenticated
+
+    with Workbench.open(pg_root) as one, Workbench.open(pg_root) as other:
+        other.share()
+        issued = one.token_create("agent.nw-coder", expires_days=1)
+        _wait(lambda: _accepts(other, issued.token))
+        one.token_revoke(issued.id)
+
+        _wait(lambda: not _accepts(other, issued.token))
+        with pytest.raises(Unauthenticated):
+            other.tokens.identify(issued.token)
+
+
+def _accepts(wb, token: str) -> bool:
+    try:
+        wb.tokens.identify(token)
+        return True
+    except Exception:  # noqa: BLE001 - refused
+        return False
+
+
+def test_vectors_survive_binary_copy_bit_for_bit(pg_url):
+    from pathlib import Path
+
+    from workbench.store.pg.store import PgStore
+
+    store = PgStore(pg_url, Path("/nonexistent"))
+    try:
+        rng = np.random.default_rng(3)
+        matrix = rng.standard_normal((50, 384)).astype(np.float32)
+        matrix[0, :3] = [np.float32(1e-38), np.float32(-0.0), np.float32(3.4e38)]
+        hashes = [f"h{i:03d}" for i in range(50)]
+        assert store.put_embeddings("m", hashes, matrix)
+        back = store.embeddings("m")
+        assert sorted(back) == hashes
+        assert np.array_equal(np.stack([back[h] for h in hashes]).view(np.uint32), matrix.view(np.uint32))
+        assert store.embeddings("m", hashes[:2]).keys() == {"h000", "h001"}
+        assert store.embedding_count("m") == 50
+        near = store.dense_scan("m", matrix[7], hashes, 3)
+        assert near[0][0] == "h007" and abs(near[0][1] - 1.0) < 1e-5
+    finally:
+        store.close()
+
+
+def test_a_password_in_workbench_yaml_is_refused(tmp_path, cli):
+    config = tmp_path / "wb.yaml"
+    config.write_text(CONFIG.read_text() + '\nstore: "postgresql://kb:s3cret@db.example/kb"\n')
+    r = cli("init", "--config", str(config), workspace=tmp_path / "ws")
+    assert r.returncode == 2, r.stderr
+    assert "must not carry a password" in r.stderr and "s3cret" not in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_an_unreachable_database_is_one_clear_line(tmp_path, cli):
+    config = tmp_path / "wb.yaml"
+    config.write_text(CONFIG.read_text() + f'\nstore: "postgresql://kb@/kb?host={tmp_path}/nowhere"\n')
+    r = cli("init", "--config", str(config), workspace=tmp_path / "ws")
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert "cannot connect to PostgreSQL" in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_duckdb_fts_is_refused_on_postgresql_and_bm25_answers(pg_root, cli):
+    r = cli("search", "idempotency key", "--lexical", "duckdb-fts", "--as", "marco.bianchi", workspace=pg_root)
+    assert r.returncode == 2 and "needs a DuckDB workspace" in r.stderr, r.stderr
+    r = cli("search", "idempotency key", "--as", "marco.bianchi", workspace=pg_root)
+    assert r.returncode == 0 and "nw-a" in r.stdout, r.stderr
+
+
+def test_the_sample_ranks_alike_on_both_backends(pg_url, tmp_path, sample_wb):
+    """The golden queries' rankings are the same fragments in the same order on PostgreSQL."""
+    import yaml
+
+    import pg_support
+    from workbench import Workbench
+
+    config = pg_support.yaml_with_store(CONFIG, pg_url, tmp_path / "pg.yaml")
+    golden = yaml.safe_load((SAMPLE / "golden.yaml").read_text())["queries"][:8]
+    with Workbench.init(tmp_path / "ws", config=config) as wb:
+        assert not wb.ingest([SAMPLE / "fragments"], actor="kb.sync").errors
+        for q in golden:
+            who = q.get("principal") or "priya.raman"
+            ours = [h.id for h in wb.search(q["query"], principal=who, k=10, trace=False).hits]
+            theirs = [h.id for h in sample_wb.search(q["query"], principal=who, k=10, trace=False).hits]
+            assert ours == theirs, q["query"]
