@@ -6,6 +6,7 @@ second server process on a DuckDB file)."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -229,3 +230,61 @@ def test_the_sample_ranks_alike_on_both_backends(pg_url, tmp_path, sample_wb):
             ours = [h.id for h in wb.search(q["query"], principal=who, k=10, trace=False).hits]
             theirs = [h.id for h in sample_wb.search(q["query"], principal=who, k=10, trace=False).hits]
             assert ours == theirs, q["query"]
+
+
+# -- server replicas: `workbench server --workers N` as real processes ----------------------------
+
+def _worker_pids(supervisor_pid: int) -> set[int]:
+    import subprocess
+
+    out = subprocess.run(["pgrep", "-P", str(supervisor_pid)], capture_output=True, text=True).stdout
+    return {int(p) for p in out.split()}
+
+
+@pytest.mark.process
+def test_server_workers_share_a_port_see_each_others_writes_and_survive_a_kill(pg_root):
+    """Two worker processes behind one port: a write answered by either is found by searches on
+    fresh connections (which the kernel spreads over both); a worker killed with -9 is replaced
+    while the other keeps answering; SIGTERM stops them all and removes the advert."""
+    import signal
+
+    from server_support import start_server, stop_server
+
+    running = start_server(pg_root, args=("--workers", "2"))
+    try:
+        workers = _worker_pids(running.process.pid)
+        assert len(workers) == 2, running.log.read_text()
+        close = {"Connection": "close"}  # a new connection per request: either worker may answer
+        for i in range(6):
+            status, body, _ = running.call("POST", "/api/v1/edit", {
+                "id": "nw-c", "file": "-", "stdin": f"Page the on-call (round {i}) for a sev-1 incident.",
+                "reason": f"round {i}", "as": "marco.bianchi"}, token=running.owner, headers=close)
+            assert status == 200, body
+            _wait(lambda i=i: all(_top(running, f"on-call round {i}", close) == "nw-c" for _ in range(4)), timeout=30)
+
+        victim = sorted(workers)[0]
+        os.kill(victim, signal.SIGKILL)
+        for _ in range(10):  # the other answers meanwhile
+            status, body, _ = running.call("GET", "/healthz", headers=close)
+            assert status == 200, body
+        _wait(lambda: len(_worker_pids(running.process.pid) - {victim}) == 2, timeout=120)
+        status, history, _ = running.call("GET", "/api/v1/history?id=nw-c&as=marco.bianchi", token=running.owner,
+                                          headers=close)
+        assert status == 200 and len(history) == 7, history  # every acknowledged write is there
+    finally:
+        code = stop_server(running)
+    assert code == 0, running.log.read_text()
+    assert not (pg_root / "server.json").exists()
+    assert '"workers": 2' in running.log.read_text()
+
+
+def _top(running, query: str, headers: dict) -> str | None:
+    status, body, _ = running.call("POST", "/api/v1/search", {"query": query, "as": "marco.bianchi"},
+                                   token=running.owner, headers=headers)
+    hits = body.get("hits") if status == 200 and isinstance(body, dict) else None
+    return hits[0]["id"] if hits else None
+
+
+def test_server_workers_need_a_postgresql_workspace(workspace, cli):
+    r = cli("server", "--port", "0", "--workers", "2", workspace=workspace)
+    assert r.returncode == 2 and "needs a workspace on PostgreSQL" in r.stderr, r.stderr

@@ -31,7 +31,13 @@ from .options import FLOAT, INT, command, workspace
                    "its body may pause no longer (slow or stalled clients are disconnected)")
 @click.option("--max-connections", type=INT, default=MAX_CONNECTIONS, show_default=True, metavar="N",
               help="open connections at most; past it a new one is answered 503 and closed")
-def server(host, port, allow_hosts, allow_origins, quiet, request_timeout, max_connections):
+@click.option("--workers", type=INT, default=1, show_default=True, metavar="N",
+              help="serve with N processes sharing the port (a workspace on PostgreSQL only: each is a replica "
+                   "with its own index, following the others' writes); a dead one is restarted")
+@click.option("--worker-fd", type=INT, hidden=True)
+@click.option("--ready-fd", type=INT, hidden=True)
+def server(host, port, allow_hosts, allow_origins, quiet, request_timeout, max_connections, workers, worker_fd,
+           ready_fd):
     from ..errors import UserError
     from ..server.run import serve
     from .remote import CommandApi, route_output
@@ -42,10 +48,21 @@ def server(host, port, allow_hosts, allow_origins, quiet, request_timeout, max_c
         raise UserError(f"--request-timeout must be more than 0 and at most 3600 seconds, not {request_timeout:g}")
     if not 1 <= max_connections <= 1_000_000:
         raise UserError(f"--max-connections must be from 1 to 1000000, not {max_connections}")
+    if not 1 <= workers <= 64:
+        raise UserError(f"--workers must be from 1 to 64, not {workers}")
+    if workers > 1:
+        from ..config import resolve_workspace
+        from ..server.workers import supervise
+
+        argv = [*(f"--allow-host={h}" for h in allow_hosts), *(f"--allow-origin={o}" for o in allow_origins),
+                *(["--quiet"] if quiet else []), f"--request-timeout={request_timeout}",
+                f"--max-connections={max_connections}"]
+        supervise(resolve_workspace(workspace()), workers=workers, host=host, port=port, argv=argv, quiet=quiet)
+        return
     root = click.get_current_context().find_root().command
     serve(workspace(), host=host, port=port, api=CommandApi(root), route_output=route_output, quiet=quiet,
           allow_hosts=allow_hosts, allow_origins=allow_origins, request_timeout=request_timeout,
-          max_connections=max_connections)
+          max_connections=max_connections, worker_fd=worker_fd, ready_fd=ready_fd)
 
 
 COMMANDS = [server]

@@ -16,6 +16,7 @@ from .advert import read_advert, remove_advert, write_advert
 from .limits import REQUEST_TIMEOUT_S
 from .logs import Log, route_logging
 from .protocol import MAX_CONNECTIONS
+from .workers import OWNER_ENV
 
 GRACE_S = 30
 
@@ -29,7 +30,11 @@ KEEP_ALIVE_S = 75
 
 def serve(workspace: str | None, *, host: str, port: int, api, route_output: Callable[[], None],
           quiet: bool = False, allow_hosts: tuple[str, ...] = (), allow_origins: tuple[str, ...] = (),
-          request_timeout: float = REQUEST_TIMEOUT_S, max_connections: int = MAX_CONNECTIONS) -> None:
+          request_timeout: float = REQUEST_TIMEOUT_S, max_connections: int = MAX_CONNECTIONS,
+          worker_fd: int | None = None, ready_fd: int | None = None) -> None:
+    """Serve the workspace. ``worker_fd``: this process is one of ``--workers`` (workers.py): it
+    serves the supervisor's socket, with the supervisor's owner token, and says it is listening by
+    writing to ``ready_fd``; the supervisor keeps the advert."""
     import uvicorn
 
     from ..config import resolve_workspace
@@ -40,7 +45,7 @@ def serve(workspace: str | None, *, host: str, port: int, api, route_output: Cal
     from .protocol import protocol_class
 
     root = resolve_workspace(workspace)
-    running = read_advert(root)
+    running = read_advert(root) if worker_fd is None else None
     if running is not None:
         raise UserError(f"a workbench server already holds {root}: {running.url} (pid {running.pid})")
     log = Log(quiet=quiet)
@@ -53,7 +58,8 @@ def serve(workspace: str | None, *, host: str, port: int, api, route_output: Cal
         wb.warm_writes()  # nor the first edit
         wb.checkpoint_if_due()  # what warming wrote (a lexical index: tens of MB of log), before any request
         route_logging(log)  # uvicorn's, the MCP SDK's and asyncio's records too: JSON lines, warnings and up
-        owner = "wbo_" + secrets.token_urlsafe(32)
+        owner = os.environ.pop(OWNER_ENV, "") if worker_fd is not None else ""
+        owner = owner or "wbo_" + secrets.token_urlsafe(32)
         route_output()
         _tune_for_serving()
         allow = AllowList(hosts=(*wb.config.allowed_hosts, *allow_hosts),
@@ -64,14 +70,15 @@ def serve(workspace: str | None, *, host: str, port: int, api, route_output: Cal
         app, _ = build_app(wb, api=api, owner_token=owner, log=log, allow=allow,
                            request_timeout=request_timeout)
         connections = _connection_cap(max_connections, log)
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on",
+        config = uvicorn.Config(app, host=host, port=port, fd=worker_fd, log_level="warning", access_log=False, lifespan="on",
                                 timeout_graceful_shutdown=GRACE_S, server_header=False,
                                 timeout_keep_alive=KEEP_ALIVE_S, ws="none", log_config=None,
                                 http=protocol_class(request_timeout=request_timeout, max_connections=connections))
         server = _Server(config)
-        asyncio.run(_run(server, root, host, owner, log))
+        asyncio.run(_run(server, root, host, owner, log, ready_fd=ready_fd))
     finally:
-        remove_advert(root)
+        if worker_fd is None:
+            remove_advert(root)
         wb.close()  # (a shared store checkpoints a log over 4 MB first)
         log.info("stopped", workspace=str(root))
 
@@ -128,7 +135,7 @@ def _Server(config):
     return _server_class()(config)
 
 
-async def _run(server, root: Path, host: str, owner: str, log: Log) -> None:
+async def _run(server, root: Path, host: str, owner: str, log: Log, *, ready_fd: int | None = None) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, server.handle_exit, sig, None)  # 1st: finish in-flight requests; 2nd: now
@@ -141,6 +148,11 @@ async def _run(server, root: Path, host: str, owner: str, log: Log) -> None:
     port = server.servers[0].sockets[0].getsockname()[1]
     shown = "127.0.0.1" if host in ("0.0.0.0", "") else ("[::1]" if host == "::" else host)
     url = f"http://{shown}:{port}"
-    write_advert(root, url, owner)
-    log.info("listening", url=url, workspace=str(root), pid=os.getpid())
+    if ready_fd is not None:  # a worker: the supervisor advertises
+        os.write(ready_fd, b"1")
+        os.close(ready_fd)
+        log.info("worker_listening", url=url, workspace=str(root), pid=os.getpid())
+    else:
+        write_advert(root, url, owner)
+        log.info("listening", url=url, workspace=str(root), pid=os.getpid())
     await task

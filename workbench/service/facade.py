@@ -162,6 +162,12 @@ class Workbench:
         if "generation" in kinds:
             self.ws.index.refresh_behind()
 
+    @property
+    def serves_replicas(self) -> bool:
+        """Whether several server processes may serve this workspace at once (its store is shared
+        by processes: PostgreSQL), each following the others' writes."""
+        return self.store.replicas
+
     def checkpoint_if_due(self) -> bool:
         """Shared mode (the team server): checkpoint now if the write-ahead log is over 4 MB."""
         return self.store.checkpoint_if_due(idle=True)
