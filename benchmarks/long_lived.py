@@ -60,15 +60,22 @@ def _ms(times: list[float]) -> dict[str, float]:
     return {"p50": round(float(np.percentile(arr, 50)), 2), "p95": round(float(np.percentile(arr, 95)), 2)}
 
 
-def build(n: int, ws: Path) -> dict[str, Any]:
-    """bench.py's workspace of ``n`` fragments in ``ws`` (reused when it already holds one)."""
+def build(n: int, ws: Path, store: str | None = None) -> dict[str, Any]:
+    """bench.py's workspace of ``n`` fragments in ``ws`` (reused when it already holds one), its data
+    in the folder's DuckDB file, or in PostgreSQL at ``store``."""
     from workbench.service import Workbench
 
-    if (ws / "workbench.duckdb").is_file():
+    config = {**_sibling("bench")._config(), **({"store": store} if store else {})}
+    if (ws / "workbench.duckdb").is_file() and not store:
         return {"reused": True}
+    if store and (ws / "workbench.yaml").is_file():
+        if yaml.safe_load((ws / "workbench.yaml").read_text(encoding="utf-8")).get("store") == store:
+            with Workbench.open(ws) as wb:
+                if wb.store.counts()["fragments"] >= n:
+                    return {"reused": True}
     bench = _sibling("bench")
     ws.mkdir(parents=True, exist_ok=True)
-    (ws / "workbench.yaml").write_text(yaml.safe_dump(bench._config(), sort_keys=False), encoding="utf-8")
+    (ws / "workbench.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     files = ws.parent / "files"
     t = time.perf_counter()
     bench.synthesize(n, files)

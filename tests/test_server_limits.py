@@ -208,18 +208,94 @@ def answer_length(raw: bytes) -> int:
     return int(top.split("content-length:")[1].split()[0]) if "content-length:" in top else 0
 
 
-def test_connections_past_the_cap_are_refused_at_once(limited):
+def test_idle_connections_at_the_cap_make_way_for_a_good_client(limited):
+    """Issue 26's red team: 515 idle connections, no token at all, refused every good client 503.
+    At the cap a new connection closes the one idle the longest instead."""
     running, token = limited
-    held = [connect(running) for _ in range(CAP)]
+    held = [connect(running) for _ in range(CAP + 5)]  # sending nothing, as the attack did
     try:
-        with connect(running, timeout=5) as extra:
-            status, body, headers = answer(read_all(extra))  # answered before it sends anything
-        assert status == 503 and "connections open" in body["error"] and headers["connection"] == "close"
+        time.sleep(0.2)
+        for _ in range(3):
+            with connect(running, timeout=10) as good:
+                good.sendall(head("GET", "/api/v1/pins", token, "Connection: close"))
+                assert read_all(good).startswith(b"HTTP/1.1 200"), "a good client was kept out"
+        held[0].settimeout(5)
+        assert read_all(held[0]) == b"", "the oldest idle connection was not the one closed"
     finally:
         for sock in held:
             sock.close()
+
+
+def test_connections_past_the_cap_are_refused_when_each_has_a_request_being_answered(limited):
+    running, token = limited
+    busy = []
+    try:
+        for _ in range(CAP):  # each a request being answered: its body is awaited
+            sock = connect(running)
+            sock.sendall(head("POST", "/api/v1/search", token, "Content-Length: 100"))
+            busy.append(sock)
+        time.sleep(0.3)
+        with connect(running, timeout=5) as extra:
+            status, body, headers = answer(read_all(extra))  # answered before it sends anything
+        assert status == 503 and "connections open" in body["error"] and headers["connection"] == "close"
+        assert headers["retry-after"] == "1"
+    finally:
+        for sock in busy:
+            sock.close()
     time.sleep(0.3)
     assert running.call("GET", "/api/v1/pins", token=token)[0] == 200
+
+
+def test_bodies_held_at_once_are_bounded_and_small_requests_still_pass(limited):
+    """The red team's second blocker: forty ~8 MB bodies, each held back by its last byte, took
+    the server from 0.8 to 2.4 GB. Past a small free part, bodies draw on one budget; over it, 503."""
+    from workbench.server.limits import BODIES_IN_FLIGHT, MAX_BODY
+
+    running, token = limited
+    size = MAX_BODY - 1024
+    held, answers = [], []
+    try:
+        for _ in range(BODIES_IN_FLIGHT // size + 2):
+            sock = connect(running)
+            sock.sendall(head("POST", "/api/v1/search", token, f"Content-Length: {size}"))
+            try:
+                sock.sendall(b" " * (size - 1))  # all but the last byte
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            held.append(sock)
+        time.sleep(0.5)
+        status, _, _ = running.call("POST", "/api/v1/search", {"query": "deploy", "k": 1, "as": "marco.bianchi"},
+                                    token=token)
+        assert status == 200  # a small body never waits for the budget
+        for sock in held:
+            sock.settimeout(0.5)
+            try:
+                answers.append(sock.recv(200))
+            except (TimeoutError, socket.timeout):
+                answers.append(b"")
+        refused = [a for a in answers if a.startswith(b"HTTP/1.1 503")]
+        assert refused and b"retry-after: 1" in refused[0].lower(), answers
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def test_a_lone_surrogate_is_a_400_not_a_500(limited):
+    running, token = limited
+    for path, body in (("/api/v1/search", b'{"query": "a\\ud800", "k": 2}'), ("/api/v1/show", b'{"id": "a\\udc00"}'),
+                       ("/api/v1/rpc/search", b'{"args": ["a\\ud800"]}')):
+        status, answer_body, _ = running.call("POST", path, raw=body, token=token)
+        assert status == 400 and "lone surrogate" in answer_body["error"], (path, status, answer_body)
+
+
+def test_an_unknown_command_is_one_bounded_metrics_label(limited):
+    running, token = limited
+    owner = running.owner
+    for argv0 in ("bogus123", "x" * 5000, "bogus456"):
+        running.call("POST", "/api/v1/cli", {"argv": [argv0]}, token=token)
+    status, text, _ = running.call("GET", "/metrics", token=owner)
+    assert status == 200 and "bogus" not in text and "xxxxxxxx" not in text
+    assert 'endpoint="cli ?"' in text
 
 
 def test_every_log_line_is_json_uvicorns_own_included(limited):

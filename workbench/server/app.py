@@ -110,6 +110,7 @@ class Front:
                 ACTING.reset(as_token)
                 CALLER.reset(token)
         finally:
+            body.release()
             seconds = time.perf_counter() - started
             endpoint = scope.get("workbench.endpoint") or _endpoint(path)
             self.metrics.observe(endpoint, status["code"], seconds)
@@ -198,10 +199,11 @@ def build_app(wb, *, api, owner_token: str, log: Log | None = None, metrics: Met
         return ACTING.get() or caller.principal or wb.config.default_principal
 
     mcp_app, mcp_lifespan = http_app(wb, caller_name)
+    known = frozenset(d["command"] for d in api.describe())  # the labels a command's metrics may carry
 
     async def run_command(request: Request, argv: list[str], *, cwd=None, files=None, columns=None):
         caller: Caller = request.scope["state"]["caller"]
-        request.scope["workbench.endpoint"] = f"{request.scope['workbench.kind']} {_command_name(argv)}"
+        request.scope["workbench.endpoint"] = f"{request.scope['workbench.kind']} {_command_name(argv, known)}"
         def run_and_refresh():
             ran = api.run(argv, principal=caller.principal, admin=caller.admin, wb=wb, cwd=cwd, files=files,
                           columns=columns)
@@ -380,6 +382,9 @@ async def _json_body(request) -> Any:
     return body
 
 
-def _command_name(argv: list[str]) -> str:
+def _command_name(argv: list[str], known: frozenset[str] = frozenset()) -> str:
+    """The command an argv names, as a bounded label: ``?`` for anything not a command the API
+    serves (anyone can send any argv; each label is a metrics series kept for the server's life)."""
     words = [a for a in argv[:2] if not a.startswith("-")]
-    return " ".join(words[:2]) if words[:1] in (["set"], ["token"], ["antipattern"]) else (words[0] if words else "")
+    name = " ".join(words[:2]) if words[:1] in (["set"], ["token"], ["antipattern"]) else (words[0] if words else "")
+    return name if not known or name in known else "?"

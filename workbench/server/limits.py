@@ -3,12 +3,18 @@
 - A body is at most ``MAX_BODY`` bytes, enforced while it is read: a ``Content-Length`` over the
   limit is answered 413 before a byte is read; a chunked body is counted as it arrives and cut
   off at the limit (413), on every route, /mcp included. At most that much is ever held.
+- Bodies held at once are bounded too: past its first ``FREE_BYTES`` (a search's or an edit's
+  whole body), every byte of a body counts against one budget of ``BODIES_IN_FLIGHT`` for the
+  process, held until its request is answered; a body that would pass it is answered 503 with
+  Retry-After. Forty 8 MB bodies sent at once no longer take the server to gigabytes, and small
+  requests never wait for the budget.
 - A body must keep coming: a pause over the request timeout while it is sent is answered 408.
   (A request's line and headers have the same bound, enforced by ``protocol``; an idle
   connection between requests by uvicorn's keep-alive timeout.)
 - JSON is nested at most ``MAX_DEPTH`` deep, checked before it is parsed (a body of 100,000
-  ``[`` would otherwise exhaust the parser's recursion); every parse error is a 400 with a
-  JSON ``{"error"}``.
+  ``[`` would otherwise exhaust the parser's recursion), and is Unicode text (a ``\ud800``
+  escape alone, a lone surrogate, is refused: nothing past here could encode it); every parse
+  error is a 400 with a JSON ``{"error"}``.
 
 A refusal sent here, and any answer given before the whole body was read, closes the connection
 (``Connection: close``): the rest of a body nobody will read is not waited for. Nothing here knows about tokens or routes: ``app.Front`` wraps
@@ -22,9 +28,31 @@ import re
 from typing import Any
 
 MAX_BODY = 8 * 1024 * 1024
+FREE_BYTES = 64 * 1024               # of each body, not counted against the budget
+BODIES_IN_FLIGHT = 48 * 1024 * 1024  # the budget: bytes of bodies (past their free part) held at once
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 MAX_DEPTH = 64
 REQUEST_TIMEOUT_S = 15.0
 _STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
+
+
+class Budget:
+    """Bytes of request bodies held at once, process-wide (used on the event loop only)."""
+
+    def __init__(self, total: int = BODIES_IN_FLIGHT):
+        self.total, self.used = total, 0
+
+    def take(self, n: int) -> bool:
+        if n and self.used + n > self.total:
+            return False
+        self.used += n
+        return True
+
+    def give(self, n: int) -> None:
+        self.used = max(0, self.used - n)
+
+
+BUDGET = Budget()
 
 
 class Body:
@@ -32,9 +60,11 @@ class Body:
     answered with (413 or 408), after which the application's own answer is dropped and it is
     told the client went away."""
 
-    def __init__(self, scope, receive, send, *, limit: int = MAX_BODY, timeout: float = REQUEST_TIMEOUT_S):
+    def __init__(self, scope, receive, send, *, limit: int = MAX_BODY, timeout: float = REQUEST_TIMEOUT_S,
+                 budget: Budget | None = None):
         self._receive, self._send, self.limit, self.timeout = receive, send, limit, timeout
         self.seen, self.refused, self.started = 0, None, False
+        self.budget, self.held = budget if budget is not None else BUDGET, 0
         headers = dict(scope.get("headers") or [])
         self.declared = _length(headers.get(b"content-length"))
         self.done = not self.declared and b"transfer-encoding" not in headers  # no body comes
@@ -57,6 +87,12 @@ class Body:
                 if self.seen > self.limit:
                     await self.refuse(413, f"request body over {self.limit} bytes")
                     return {"type": "http.disconnect"}
+                counted = max(0, self.seen - FREE_BYTES) - self.held
+                if not self.budget.take(counted):
+                    await self.refuse(503, "the server holds as many request bodies as it may right now; "
+                                           "retry shortly")
+                    return {"type": "http.disconnect"}
+                self.held += counted
                 self.done = not message.get("more_body", False)
             return message
         await self.refuse(408, f"the request body stopped arriving for {self.timeout:g} s")
@@ -73,6 +109,11 @@ class Body:
                 message = {**message, "headers": [*message.get("headers", []), (b"connection", b"close")]}
         await self._send(message)
 
+    def release(self) -> None:
+        """The request is answered: what its body held of the budget is free again."""
+        self.budget.give(self.held)
+        self.held = 0
+
     async def refuse(self, status: int, message: str) -> None:
         """Answer ``status`` with a JSON error and close the connection (unless an answer began)."""
         if self.started:
@@ -81,7 +122,7 @@ class Body:
         body = json.dumps({"error": message}).encode("utf-8")
         await self._send({"type": "http.response.start", "status": status, "headers": [
             (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-            (b"connection", b"close")]})
+            (b"connection", b"close"), *([(b"retry-after", b"1")] if status == 503 else [])]})
         await self._send({"type": "http.response.body", "body": body})
         self.refused, self.started = status, True
 
@@ -105,7 +146,12 @@ def parse_json(raw: bytes) -> tuple[Any, str | None]:
     if depth(raw) > MAX_DEPTH:
         return None, f"the body is not JSON nested at most {MAX_DEPTH} deep"
     try:
-        return json.loads(text), None
+        value = json.loads(text)
+        if _SURROGATE_ESCAPE.search(raw):  # only then can a lone surrogate be in it: check exactly
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        return value, None
+    except UnicodeEncodeError:
+        return None, "the body is not valid Unicode text (a lone surrogate escape, such as \\ud800 alone)"
     except RecursionError:  # (not reached after the depth check; never a 500 if it were)
         return None, f"the body is not JSON nested at most {MAX_DEPTH} deep"
     except ValueError as e:

@@ -5,9 +5,14 @@
   (keep-alive): a client that sends half a request line and stalls, or trickles a header byte a
   minute (slowloris), or connects and sends nothing, held its connection forever, and each one
   holds a file descriptor. (A stalled *body* is ``limits.Body``'s: 408.)
-- Open connections are capped: past ``max_connections`` a new one is answered 503 and closed
-  at once, before it is read, so a flood of connections cannot exhaust the descriptors the
-  server needs for its own files and its good clients (those already connected keep going).
+- Open connections are capped at ``max_connections``, so a flood of connections cannot exhaust
+  the descriptors the server needs for its own files. At the cap a new connection is taken by
+  closing the connection idle the longest (one with no request being answered: kept alive
+  between requests, or still sending its request line and headers); only when every open
+  connection has a request being answered is the new one answered 503 and closed. So idle
+  connections held open by anyone, with no token at all, cannot keep good clients out: each new
+  connection pushes an idle one out (a client whose kept-alive connection was closed reconnects,
+  as clients do after an idle close).
 
 And a request h11 cannot parse is answered as every other error of the server: a 400 with a JSON
 ``{"error"}`` (uvicorn's own is plain text).
@@ -37,24 +42,47 @@ def protocol_class(*, request_timeout: float, max_connections: int):
     busy = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: "
             + str(len(body)).encode() + b"\r\nconnection: close\r\nretry-after: 1\r\n\r\n" + body)
     refused = {"count": 0, "warned": 0.0}
+    evicted = {"count": 0, "warned": 0.0}
 
     class Protocol(H11Protocol):
         _head_timer = None
+        _active_at = 0.0  # when it last received bytes or finished an answer
 
         def connection_made(self, transport) -> None:
             super().connection_made(transport)
+            self._active_at = self.loop.time()
             if len(self.connections) > max_connections:
-                transport.write(busy)
-                transport.close()
-                _warn_busy(self.logger, refused, max_connections)
-                return
+                idle = self._idlest()
+                if idle is None:  # every connection has a request being answered: truly busy
+                    transport.write(busy)
+                    transport.close()
+                    _warn(self.logger, refused, "%d connection(s) refused: %d connections open, each with a "
+                          "request being answered (the limit, --max-connections)", max_connections)
+                    return
+                idle.transport.close()
+                _warn(self.logger, evicted, "%d idle connection(s) closed to take new ones: %d connections open "
+                      "(the limit, --max-connections)", max_connections)
             self._arm_head()  # connected: a first request line is due
 
+        def _idlest(self):
+            """The open connection idle the longest with no request being answered, or None."""
+            best = None
+            for other in self.connections:
+                if other is self or not isinstance(other, Protocol) or other.transport.is_closing():
+                    continue
+                if other.cycle is not None and not other.cycle.response_complete:
+                    continue  # a request is being answered on it
+                if best is None or other._active_at < best._active_at:
+                    best = other
+            return best
+
         def data_received(self, data: bytes) -> None:
+            self._active_at = self.loop.time()
             super().data_received(data)
             self._watch_head()
 
         def on_response_complete(self) -> None:
+            self._active_at = self.loop.time()
             super().on_response_complete()  # (an idle connection's own timeout: keep-alive)
             self._watch_head()
 
@@ -104,11 +132,10 @@ def protocol_class(*, request_timeout: float, max_connections: int):
     return Protocol
 
 
-def _warn_busy(logger: logging.Logger, refused: dict, limit: int) -> None:
-    """One warning per ``_WARN_EVERY_S`` at most, with the count refused since the last one."""
-    refused["count"] += 1
+def _warn(logger: logging.Logger, tally: dict, message: str, limit: int) -> None:
+    """One warning per ``_WARN_EVERY_S`` at most, with the count since the last one."""
+    tally["count"] += 1
     now = time.monotonic()
-    if now - refused["warned"] >= _WARN_EVERY_S:
-        logger.warning("%d connection(s) refused: %d connections open (the limit, --max-connections)",
-                       refused["count"], limit)
-        refused["count"], refused["warned"] = 0, now
+    if now - tally["warned"] >= _WARN_EVERY_S:
+        logger.warning(message, tally["count"], limit)
+        tally["count"], tally["warned"] = 0, now

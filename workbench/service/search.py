@@ -102,6 +102,10 @@ class Retrieval(Feature):
             raise UserError("the query is empty")
         if len(query) > MAX_QUERY_CHARS:
             raise UserError(f"the query is too long ({len(query)} characters; at most {MAX_QUERY_CHARS})")
+        try:
+            query.encode("utf-8")
+        except UnicodeEncodeError:
+            raise UserError("the query is not valid Unicode text (it holds a lone surrogate)") from None
         index = self.search_index()
         withheld = set() if allow_secret else self.store.secret_flagged()
         pins = [p for p in self.applicable_pins(principal, within, now) if p not in withheld]
