@@ -331,3 +331,19 @@ def test_a_restart_of_postgresql_is_503_with_retry_after_then_served_again(tmp_p
         assert status == 200 and "idempotency" in shown["body"]
     finally:
         assert stop_server(running) == 0, running.log.read_text()
+
+
+def test_init_with_store_puts_a_new_workspace_in_postgresql(pg_url, tmp_path, cli):
+    root = tmp_path / "ws"
+    r = cli("init", "--config", str(CONFIG), "--store", pg_url, workspace=root)
+    assert r.returncode == 0, r.stderr
+    assert f"store: \"{pg_url}\"" in (root / "workbench.yaml").read_text()
+    assert not (root / "workbench.duckdb").exists()
+    write_fragment(tmp_path / "in", "nw-a", body="Retries of a charge need an idempotency key.")
+    assert cli("ingest", str(tmp_path / "in"), "--as", "marco.bianchi", workspace=root).returncode == 0
+    r = cli("search", "idempotency", "--as", "marco.bianchi", workspace=root)
+    assert r.returncode == 0 and "nw-a" in r.stdout
+    again = cli("init", "--store", "postgresql://other@elsewhere/kb", workspace=root)
+    assert again.returncode == 2 and "already names a store" in again.stderr, again.stderr
+    bad = cli("init", "--store", "postgresql://kb:pw@db/kb", workspace=tmp_path / "ws2")
+    assert bad.returncode == 2 and "must not carry a password" in bad.stderr and "pw@" not in bad.stderr

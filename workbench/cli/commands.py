@@ -17,14 +17,18 @@ WHO = "whose view: only fragments this principal may see " + PRINCIPAL_DEFAULT
 
 
 @command("init", "Create a workspace (workbench.yaml + database).",
-         "workbench --workspace ./kb init --config sample_corpus/workbench.yaml")
+         "workbench --workspace ./kb init --config sample_corpus/workbench.yaml\n"
+         "workbench --workspace ./kb init --config kb.yaml --store postgresql://kb@db.internal/kb")
 @click.option("--config", metavar="FILE", help="copy this workbench.yaml into the new workspace")
 @click.option("--force", is_flag=True, help="replace an existing workbench.yaml")
+@click.option("--store", metavar="URL", help="keep the workspace's data in PostgreSQL (pgvector 0.8+): "
+              "postgresql://USER@HOST[:PORT]/DATABASE, no password (PGPASSWORD or ~/.pgpass); default: "
+              "workbench.duckdb in the folder")
 @json_option()
-def init(config, force, as_json):
+def init(config, force, store, as_json):
     from ..service import Workbench
 
-    with Workbench.init(workspace(), config=config, force=force) as wb:
+    with Workbench.init(workspace(), config=config, force=force, store=store) as wb:
         out = {"workspace": str(wb.root), "schema_versions": wb.store.schema_versions()}
     if as_json:
         emit_json(out)

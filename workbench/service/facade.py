@@ -106,9 +106,15 @@ class Workbench:
 
     @classmethod
     def init(cls, path: str | Path | None = None, *, config: str | Path | None = None,
-             force: bool = False) -> "Workbench":
+             force: bool = False, store: str | None = None) -> "Workbench":
         """Create a workspace at ``path`` (default: the resolved location) and open it. A folder
-        made here is this user's alone (0700; the store keeps its files 0600)."""
+        made here is this user's alone (0700; the store keeps its files 0600). ``store``: a
+        PostgreSQL URL to keep the workspace's data in (written to its workbench.yaml as ``store:``)
+        instead of the folder's DuckDB file."""
+        if store is not None:
+            from ..config import check_store
+
+            check_store(store, file="--store")
         root = resolve_workspace(path)
         made = not root.exists()
         target = root / CONFIG_NAME
@@ -125,6 +131,8 @@ class Workbench:
         elif not target.exists():
             root.mkdir(parents=True, exist_ok=True)
             target.write_text(DEFAULT_CONFIG, encoding="utf-8")
+        if store is not None:
+            _set_store(target, store)
         if made and root.is_dir():
             root.chmod(0o700)  # (an existing folder keeps the modes its owner gave it)
         return cls.open(root)
@@ -294,3 +302,16 @@ class Workbench:
     proposals = _via("proposing", Proposals.proposals)
     accept = _via("proposing", Proposals.accept)
     reject = _via("proposing", Proposals.reject)
+
+
+def _set_store(config: Path, url: str) -> None:
+    """Name ``url`` as the workspace's store in its workbench.yaml (refused when it names another)."""
+    import json
+
+    found = WorkspaceConfig.load(config).store
+    if found == url:
+        return
+    if found is not None:
+        raise UserError(f"{config} already names a store ({found}): edit it there, or leave out --store")
+    text = config.read_text(encoding="utf-8")
+    config.write_text(text.rstrip("\n") + f"\nstore: {json.dumps(url)}\n", encoding="utf-8")
