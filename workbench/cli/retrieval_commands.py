@@ -161,7 +161,8 @@ def trace(id, principal, as_json):
               help="pipelines, space-separated or repeated: bm25, fts, dense, hybrid, hybrid-rrf, hybrid-nopriors "
                    "(default: bm25 dense hybrid)")
 @click.option("--compare", nargs=2, metavar="A B", help="list queries whose top 3 differ between A and B")
-@click.option("--cache", metavar="FILE", help="BEIR embedding cache (default ~/.cache/workbench/eval.duckdb)")
+@click.option("--cache", metavar="FILE|URL", help="BEIR embedding cache: a DuckDB file (default ~/.cache/workbench/eval.duckdb) "
+              "or a postgresql:// URL (the same figures either way)")
 @json_option()
 def eval_(golden, beir, split, pipeline, compare, cache, as_json):
     from ..service import Workbench

@@ -62,23 +62,27 @@ class Evaluation(Feature):
     def eval_beir(folder: str, *, split: str = "test", pipelines: list[str] | None = None,
                   compare: tuple[str, str] | None = None, cache: str | None = None,
                   progress: Callable | None = None) -> dict[str, Any]:
-        """Evaluate on a BEIR directory. Embeddings are cached (by text hash) in ``cache``
-        (default: $WORKBENCH_CACHE, else ~/.cache/workbench/eval.duckdb)."""
+        """Evaluate on a BEIR directory. Embeddings are cached (by text hash) in ``cache``: a DuckDB
+        file (default: $WORKBENCH_CACHE, else ~/.cache/workbench/eval.duckdb) or a PostgreSQL URL."""
         import os
         from pathlib import Path
 
         from ..retrieval import evaluate
         from ..retrieval.manager import IndexManager
-        from ..store import Store
+        from ..store import open_store
 
         names = _pipelines(pipelines, compare)
         for name in names:
             evaluate.preset(Settings(), name)
         corpus, queries, qrels = evaluate.load_beir(folder, split)
-        cache_path = Path(cache or os.environ.get("WORKBENCH_CACHE") or Path.home() / ".cache" / "workbench"
-                          / "eval.duckdb")
-        cache_path.parent.mkdir(parents=True, exist_ok=True)
-        store = Store(cache_path)
+        location = cache or os.environ.get("WORKBENCH_CACHE") or str(Path.home() / ".cache" / "workbench"
+                                                                     / "eval.duckdb")
+        if "://" in location:  # a PostgreSQL database as the cache (the same figures on either backend)
+            store = open_store(location, Path.home() / ".cache" / "workbench")
+        else:
+            cache_path = Path(location)
+            cache_path.parent.mkdir(parents=True, exist_ok=True)
+            store = open_store(cache_path, cache_path.parent)
         try:
             index = evaluate.beir_index(corpus, IndexManager(store))
             index.progress = progress
