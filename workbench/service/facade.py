@@ -46,6 +46,7 @@ from .ingest import Ingestion
 from .search import Retrieval
 from .staleness import Staleness
 from .proposals import Proposals
+from . import upkeep
 from .tokens import Tokens
 from .usage import Usage
 from .workspace import Workspace
@@ -174,6 +175,28 @@ class Workbench:
     def release_requested(self) -> bool:
         """Whether another process is waiting for the workspace this one holds."""
         return self.store.release_requested()
+
+    # -- keeping the workspace (service/upkeep.py) ---------------------------------------
+
+    def identity(self):
+        """This workspace's identity (``workbench.identity.Identity``: its id and where its data lives)."""
+        return self.store.identity()
+
+    def schema_status(self):
+        """What ``migrate`` would apply to this open workspace (nothing, once it is open for writing)."""
+        return self.store.schema_status()
+
+    def backup(self, out: str | Path, *, force: bool = False, actor: str | Principal | None = None):
+        """Write a consistent backup of the whole workspace to ``out`` (admins and the local administrator)."""
+        return upkeep.backup(self.ws, out, force=force, actor=actor)
+
+    def reload_config(self) -> dict:
+        """Read workbench.yaml again (the team server on SIGHUP); a bad file raises and changes nothing."""
+        return upkeep.reload_config(self.ws)
+
+    schema_at = staticmethod(upkeep.schema_status)      # Workbench.schema_at(path): without opening it
+    migrate = staticmethod(upkeep.migrate)              # Workbench.migrate(path): a backup, then the upgrade
+    restore_backup = staticmethod(upkeep.restore_backup)
 
     def __enter__(self) -> "Workbench":
         return self

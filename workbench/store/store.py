@@ -13,9 +13,10 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ..errors import ReadOnly, StoreError
+from ..errors import ReadOnly, SchemaTooNew, StoreError
 from ..models import Content, Fragment, Scope, Version, utcnow
-from . import migrations
+from . import migrations, upgrade
+from .backup import BackupQueries
 from .connect import keep_private, open_database, read_only_message
 from .counts import CountQueries
 from .curation import CurationQueries
@@ -34,7 +35,7 @@ _FRAGMENT_COLS = ("id, version, kind, title, body, org, repo, persona, session, 
 
 
 class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, OverrideQueries, TokenQueries,
-            ProposalQueries, CountQueries):
+            ProposalQueries, CountQueries, BackupQueries):
     """One open workspace database.
 
     ``read_only``: None (default) opens read-write when the file system allows it and
@@ -75,7 +76,10 @@ class Store(RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, Overri
             if self.read_only:
                 self.schema_pending = migrations.check_readable(con)
             else:
-                migrations.migrate(con)
+                upgrade.upgrade(con, self.path)  # a backup first when it upgrades an existing schema
+        except migrations.SchemaAhead as e:
+            con.close()
+            raise SchemaTooNew(f"workspace {self.path.parent}: {e}") from e
         except migrations.SchemaBehind as e:
             con.close()
             raise ReadOnly(read_only_message(self._blame, f"{self.read_only_reason}; {e}", "read it")) from e
