@@ -168,42 +168,6 @@ def install(built: Path, database: Path) -> None:
     os.replace(built, database)
 
 
-class BackupQueries:
-    """Store methods: a consistent backup of the open database, and its identity."""
-
-    def write_backup(self, out: Path, *, files: dict[str, bytes] | None = None) -> Manifest:
-        """Back the database up to ``out`` from one snapshot (a read transaction on this thread's
-        cursor: the team server goes on writing meanwhile)."""
-        con = self.con
-        self._guard(lambda: con.execute("BEGIN TRANSACTION"))
-        try:
-            return self._guard(lambda: write(con, out, files=files))
-        finally:
-            try:
-                con.execute("ROLLBACK")
-            except Exception:
-                pass
-
-    def schema_status(self):
-        """What an upgrade would apply to this open database (``upgrade.SchemaStatus``)."""
-        from .upgrade import status
-
-        return self._guard(lambda: status(self.con, self.path))
-
-    def identity(self):
-        """This workspace's identity (``workbench.identity.Identity``): its id, stored in the
-        database, and the location of the file this store holds."""
-        from ..identity import Identity
-        from .upgrade import location
-
-        rows = self._q("SELECT value FROM meta WHERE key = 'workspace_id'") if "meta" in self._tables() else []
-        return Identity(rows[0][0] if rows else None, location(self.path))
-
-    def _tables(self) -> set[str]:
-        return {r[0] for r in self._q("SELECT table_name FROM duckdb_tables() WHERE database_name = "
-                                      "current_database() AND schema_name = 'main'")}
-
-
 def restore(archive: Path, database: Path, *, lock_timeout: float | None = None) -> tuple[Restored, Reader]:
     """Verify the backup at ``archive``, build its database beside ``database`` and put it in place.
     A database already at ``database`` must not be held by another process (a running server): it

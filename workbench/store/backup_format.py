@@ -21,6 +21,7 @@ This module reads and writes the file; it runs no SQL and decides nothing about 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -109,10 +110,8 @@ class Writer:
         return manifest
 
     def abort(self) -> None:
-        try:
+        with contextlib.suppress(OSError, ValueError, zipfile.BadZipFile):
             self.zip.close()
-        except Exception:
-            pass
         try:
             self.tmp.unlink()
         except OSError:

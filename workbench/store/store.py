@@ -16,7 +16,6 @@ import numpy as np
 from ..errors import ReadOnly, SchemaTooNew, StoreError
 from ..models import Content, Fragment, Scope, Version, utcnow
 from . import migrations, upgrade
-from .backup import BackupQueries
 from .connect import keep_private, open_database, read_only_message
 from .counts import CountQueries
 from .curation import CurationQueries
@@ -29,6 +28,7 @@ from .rows import Stamp, Stored, Summary, VersionWrite, text_column
 from .rows import fragment_from_row as _fragment
 from .rows import version_from_row as _version
 from .tokens import TokenQueries
+from .upkeep_queries import BackupQueries
 
 _FRAGMENT_COLS = ("id, version, kind, title, body, org, repo, persona, session, owner, status, tags, links, "
                   "supersedes, sources, details, content_hash, created_at, updated_at, verified_at")

@@ -14,7 +14,6 @@ applies the numbered files.
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -104,10 +103,6 @@ def remember_identity(con, database: Path) -> str | None:
     if rows:
         identity.remember(database.parent, rows[0][0], database=database.name)
     return rows[0][0] if rows else None
-
-
-def location(database: Path) -> str:
-    return identity.file_location(database) or f"file:{os.path.abspath(database)}"
 
 
 def inspect(database: Path, *, lock_timeout: float | None = None) -> SchemaStatus:
