@@ -52,6 +52,8 @@ def test_the_advert_names_the_workspace(running):
     advert = json.loads((running.root / "server.json").read_text())
     held = json.loads((running.root / "workspace.id").read_text())
     assert advert["workspace"]["id"] == held["id"] and advert["workspace"]["location"].startswith("file:")
+    r = run_cli_process("migrate", "--check", workspace=running.root)  # answered by the server, which holds it
+    assert r.returncode == 0 and "nothing to migrate" in r.stdout, r.stderr
 
 
 def test_a_copied_folder_never_relays_to_the_original_server(running, tmp_path):
