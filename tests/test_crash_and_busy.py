@@ -195,3 +195,39 @@ def test_sigkill_at_any_point_of_export_bundle_leaves_a_whole_bundle_or_none(wor
             assert r.returncode == 0, r.stderr  # nothing left behind that a re-run would refuse
             assert _files(out) == _files(reference)
     assert not [p for p in parent.iterdir() if STAGING_MARK in p.name]
+
+
+HOLD = """
+import sys, time
+from workbench import Workbench
+with Workbench.open(sys.argv[1]) as wb, wb.store.transaction():
+    wb.store.add_event("test-hold")
+    print("held", flush=True)
+    time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_concurrent_cli_readers_wait_for_each_other(sample_workspace):
+    """Without a server, readers queue for the workspace (LOCK_WAIT_S, 30 s by default) instead of
+    failing "workspace busy" after 2 s: a third process holds it for 3.5 s, two reads started while
+    it does both answer."""
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "WORKBENCH_LOCK_TIMEOUT"}
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(sample_workspace), "3.5"], stdout=subprocess.PIPE,
+                              text=True, env=env)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        started = time.monotonic()
+        readers = [subprocess.Popen([str(WORKBENCH_BIN), "--workspace", str(sample_workspace), *args],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                   for args in (("list", "--as", "marco.bianchi"), ("show", "nw-adr-0001-double-entry-ledger",
+                                                                    "--as", "marco.bianchi"))]
+        answers = [r.communicate(timeout=60) for r in readers]
+        outcomes = [(r.returncode, out, err) for r, (out, err) in zip(readers, answers)]
+    finally:
+        holder.wait(timeout=30)
+    assert time.monotonic() - started > 2.5  # they did wait for the holder
+    for code, out, err in outcomes:
+        assert code == 0 and "workspace busy" not in err, err
+        assert out.strip()

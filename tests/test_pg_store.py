@@ -347,3 +347,58 @@ def test_init_with_store_puts_a_new_workspace_in_postgresql(pg_url, tmp_path, cl
     assert again.returncode == 2 and "already names a store" in again.stderr, again.stderr
     bad = cli("init", "--store", "postgresql://kb:pw@db/kb", workspace=tmp_path / "ws2")
     assert bad.returncode == 2 and "must not carry a password" in bad.stderr and "pw@" not in bad.stderr
+
+
+def test_migrate_to_postgresql_and_back_keeps_everything(sample_workspace, pg_url, tmp_path, cli):
+    """DuckDB -> PostgreSQL -> a new DuckDB folder: history, events, tokens, pins, traces and vectors
+    arrive whole and the rankings are the same; a run again after its commit finds the work done,
+    and a database holding another workspace is refused."""
+    import json
+
+    from workbench import Workbench
+
+    root = sample_workspace
+    with Workbench.open(root) as wb:
+        token = wb.token_create("marco.bianchi", expires_days=1).token
+        wb.pin("nw-rb-duplicate-charge", scope="org=northwind", actor="priya.raman", reason="incident")
+        before = [h.id for h in wb.search("customer charged twice", principal="marco.bianchi").hits]
+        history = [(v.number, v.author, v.content_hash) for v in wb.history("nw-rb-duplicate-charge",
+                                                                           principal="marco.bianchi")]
+        counts = wb.store.counts()
+    r = cli("migrate", "--to", pg_url, "--json", workspace=root)
+    assert r.returncode == 0, r.stderr
+    moved = json.loads(r.stdout)
+    assert moved["embeddings"] > 100 and moved["tables"]["fragment_versions"] == counts["versions"]
+    assert f'store: "{pg_url}"' in (root / "workbench.yaml").read_text()
+
+    # run again after its commit (workbench.yaml not yet updated, as if interrupted there): done already
+    text = (root / "workbench.yaml").read_text()
+    (root / "workbench.yaml").write_text(text.replace(f'store: "{pg_url}"\n', ""))
+    r = cli("migrate", "--to", pg_url, "--json", workspace=root)
+    assert r.returncode == 0 and json.loads(r.stdout)["already_there"] is True, r.stderr
+    assert f'store: "{pg_url}"' in (root / "workbench.yaml").read_text()
+
+    with Workbench.open(root) as wb:
+        assert wb.serves_replicas  # on PostgreSQL now
+        assert [h.id for h in wb.search("customer charged twice", principal="marco.bianchi").hits] == before
+        assert [(v.number, v.author, v.content_hash) for v in wb.history(
+            "nw-rb-duplicate-charge", principal="marco.bianchi")] == history
+        assert wb.store.counts() == {**counts, "events": wb.store.counts()["events"]}
+        assert wb.tokens.identify(token).principal.name == "marco.bianchi"
+        assert [p.fragment_id for p in wb.pins(principal="marco.bianchi")] == ["nw-rb-duplicate-charge"]
+        assert wb.store.embedding_count(wb.embedder.name) == moved["embeddings"]
+
+    other = tmp_path / "other"
+    with Workbench.init(other, config=CONFIG) as wb:
+        assert not wb.ingest([write_fragment(tmp_path / "in", "nw-x")], actor="marco.bianchi").errors
+    r = cli("migrate", "--to", pg_url, workspace=other)
+    assert r.returncode == 2 and "already holds a workspace, not this one" in r.stderr, r.stderr
+
+    back = tmp_path / "back"
+    r = cli("migrate", "--to", str(back), "--json", workspace=root)
+    assert r.returncode == 0, r.stderr
+    assert "store:" not in (back / "workbench.yaml").read_text()
+    with Workbench.open(back) as wb:
+        assert not wb.serves_replicas
+        assert [h.id for h in wb.search("customer charged twice", principal="marco.bianchi").hits] == before
+        assert wb.tokens.identify(token).principal.name == "marco.bianchi"

@@ -90,6 +90,14 @@ class WorkspaceBusy(UserError):
     """Another process holds the workspace's write lock."""
 
 
+class SchemaTooNew(UserError):
+    """The workspace's schema was upgraded by a newer workbench than this one (every command refuses it)."""
+
+
+class BackupInvalid(UserError):
+    """A backup file that is not one, is damaged, or was changed after it was written."""
+
+
 class WorkspaceMissing(UserError):
     """No workspace at the resolved location."""
 

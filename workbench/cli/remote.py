@@ -32,14 +32,14 @@ from ..inert import inert
 
 # Commands that never go to a server: they make their own workspace, start a server, or print
 # something about this machine.
-LOCAL = {"server", "bench", "completion", "init"}
+LOCAL = {"server", "bench", "completion", "init", "restore-backup"}
 # Faces that hold a session of their own: run here (as clients of the server when one runs).
 FACES = {"tui", "serve", "mcp"}
 # Parameters that name files or folders on the disk of the process that runs the command.
 SERVER_PATHS = {"ingest": ("paths", "git"), "export-files": ("dir",), "search": ("rerank",),
                 "context": ("rerank",), "eval": ("golden", "beir", "compare", "cache"), "export": ("out",),
                 "import-bundle": ("dir",), "check": ("golden", "baseline", "update_baseline"),
-                "edit": ("golden",)}
+                "edit": ("golden",), "backup": ("out",)}
 TIMEOUT_S = float(os.environ.get("WORKBENCH_CLIENT_TIMEOUT", "600"))
 # Commands whose --file the caller reads and sends (the file is on the caller's machine).
 FILE_COMMANDS = {"edit", "propose", "accept"}
@@ -279,6 +279,13 @@ def endpoint_for(workspace: str | None) -> Endpoint | None:
 
     advert = read_advert(resolve_workspace(workspace))
     if advert is None:
+        return None
+    if advert.foreign is not None:  # a copied folder's inherited advert: never relay to another workspace's server
+        from ..server.advert import drop_foreign
+
+        gone = "removed it and the owner token copied with it" if drop_foreign(advert) else "ignored it"
+        print(f"workbench: note: {advert.path} names a server at {advert.url} (pid {advert.pid}) but "
+              f"{advert.foreign}; {gone}, and this command runs on {advert.path.parent} itself", file=sys.stderr)
         return None
     return Endpoint(advert.url, os.environ.get("WORKBENCH_TOKEN") or advert.token, str(advert.path))
 

@@ -1,6 +1,7 @@
 """Run the team server: open the workspace for many threads, warm the index, listen (uvicorn),
-advertise the address in the workspace folder, and on SIGTERM or Ctrl-C stop taking requests,
-finish the ones in flight (writes included), remove the advert and close the workspace."""
+advertise the address (and the workspace's identity) in the workspace folder, on SIGHUP read
+workbench.yaml again, and on SIGTERM or Ctrl-C stop taking requests, finish the ones in flight
+(writes included), remove the advert and close the workspace."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ def serve(workspace: str | None, *, host: str, port: int, api, route_output: Cal
 
     root = resolve_workspace(workspace)
     running = read_advert(root) if worker_fd is None else None
-    if running is not None:
+    if running is not None and running.foreign is None:  # a copy's inherited advert does not hold this one
         raise UserError(f"a workbench server already holds {root}: {running.url} (pid {running.pid})")
     log = Log(quiet=quiet)
     wb = Workbench.open(root)
@@ -75,12 +76,29 @@ def serve(workspace: str | None, *, host: str, port: int, api, route_output: Cal
                                 timeout_keep_alive=KEEP_ALIVE_S, ws="none", log_config=None,
                                 http=protocol_class(request_timeout=request_timeout, max_connections=connections))
         server = _Server(config)
-        asyncio.run(_run(server, root, host, owner, log, ready_fd=ready_fd))
+        asyncio.run(_run(server, root, host, owner, log, wb, ready_fd=ready_fd))
     finally:
         if worker_fd is None:
             remove_advert(root)
         wb.close()  # (a shared store checkpoints a log over 4 MB first)
         log.info("stopped", workspace=str(root))
+
+
+def reload_config(wb, log: Log) -> None:
+    """SIGHUP: read workbench.yaml again (principals, their memberships and grants, limits); a file
+    that does not load is logged and the running configuration kept. The embedder, the bound
+    address and the Host/Origin allow-lists stay as started (a restart changes them)."""
+    from ..errors import WorkbenchError
+
+    try:
+        changed = wb.reload_config()
+    except WorkbenchError as e:
+        log.emit("error", "config_reload_failed", error=e.message, kept="the configuration loaded before")
+        return
+    except Exception as e:  # a bug must not end the server: log it, keep serving
+        log.emit("error", "config_reload_failed", error=f"{type(e).__name__}: {e}", kept="the configuration loaded before")
+        return
+    log.info("config_reloaded", **changed)
 
 
 def _connection_cap(wanted: int, log: Log) -> int:
@@ -135,10 +153,11 @@ def _Server(config):
     return _server_class()(config)
 
 
-async def _run(server, root: Path, host: str, owner: str, log: Log, *, ready_fd: int | None = None) -> None:
+async def _run(server, root: Path, host: str, owner: str, log: Log, wb, *, ready_fd: int | None = None) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, server.handle_exit, sig, None)  # 1st: finish in-flight requests; 2nd: now
+    loop.add_signal_handler(signal.SIGHUP, lambda: loop.run_in_executor(None, reload_config, wb, log))
     task = asyncio.create_task(server.serve())
     while not server.started:
         if task.done():
@@ -153,6 +172,6 @@ async def _run(server, root: Path, host: str, owner: str, log: Log, *, ready_fd:
         os.close(ready_fd)
         log.info("worker_listening", url=url, workspace=str(root), pid=os.getpid())
     else:
-        write_advert(root, url, owner)
+        write_advert(root, url, owner, wb.identity())
         log.info("listening", url=url, workspace=str(root), pid=os.getpid())
     await task

@@ -42,12 +42,13 @@ def supervise(root: Path, *, workers: int, host: str, port: int, argv: list[str]
 
     log = Log(quiet=quiet)
     running = read_advert(root)
-    if running is not None:
+    if running is not None and running.foreign is None:
         raise UserError(f"a workbench server already holds {root}: {running.url} (pid {running.pid})")
     with Workbench.open(root) as wb:
         if not wb.serves_replicas:
             raise UserError("--workers above 1 needs a workspace on PostgreSQL (store: in workbench.yaml): "
                             "a DuckDB file is held by one process")
+        identity = wb.identity()
     listener = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET,
                                     backlog=2048)
     listener.set_inheritable(True)
@@ -72,7 +73,7 @@ def supervise(root: Path, *, workers: int, host: str, port: int, argv: list[str]
             pool.start(i)
         if not pool.wait_listening(workers, stop):
             raise UserError("the server workers did not start: see their log above")
-        write_advert(root, url, owner)
+        write_advert(root, url, owner, identity)
         log.info("listening", url=url, workspace=str(root), pid=os.getpid(), workers=workers)
         while stop["signal"] is None:
             pool.restart_dead(stop)

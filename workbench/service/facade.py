@@ -46,6 +46,7 @@ from .ingest import Ingestion
 from .search import Retrieval
 from .staleness import Staleness
 from .proposals import Proposals
+from . import upkeep
 from .tokens import Tokens
 from .usage import Usage
 from .workspace import Workspace
@@ -132,7 +133,7 @@ class Workbench:
             root.mkdir(parents=True, exist_ok=True)
             target.write_text(DEFAULT_CONFIG, encoding="utf-8")
         if store is not None:
-            _set_store(target, store)
+            upkeep.set_store(target, store)
         if made and root.is_dir():
             root.chmod(0o700)  # (an existing folder keeps the modes its owner gave it)
         return cls.open(root)
@@ -197,6 +198,33 @@ class Workbench:
     def release_requested(self) -> bool:
         """Whether another process is waiting for the workspace this one holds."""
         return self.store.release_requested()
+
+    # -- keeping the workspace (service/upkeep.py) ---------------------------------------
+
+    def identity(self):
+        """This workspace's identity (``workbench.identity.Identity``: its id and where its data lives)."""
+        return self.store.identity()
+
+    def schema_status(self):
+        """What ``migrate`` would apply to this open workspace (nothing, once it is open for writing)."""
+        return self.store.schema_status()
+
+    def backup(self, out: str | Path, *, force: bool = False, actor: str | Principal | None = None):
+        """Write a consistent backup of the whole workspace to ``out`` (admins and the local administrator)."""
+        return upkeep.backup(self.ws, out, force=force, actor=actor)
+
+    def migrate_to(self, target: str, *, actor: str | Principal | None = None) -> dict:
+        """Move this workspace's data to a PostgreSQL URL (its workbench.yaml then names it), or copy
+        it into a new DuckDB workspace folder; verified table by table, embeddings included."""
+        return upkeep.migrate_to(self.ws, target, actor=actor)
+
+    def reload_config(self) -> dict:
+        """Read workbench.yaml again (the team server on SIGHUP); a bad file raises and changes nothing."""
+        return upkeep.reload_config(self.ws)
+
+    schema_at = staticmethod(upkeep.schema_status)      # Workbench.schema_at(path): without opening it
+    migrate = staticmethod(upkeep.migrate)              # Workbench.migrate(path): a backup, then the upgrade
+    restore_backup = staticmethod(upkeep.restore_backup)
 
     def __enter__(self) -> "Workbench":
         return self
@@ -303,15 +331,3 @@ class Workbench:
     accept = _via("proposing", Proposals.accept)
     reject = _via("proposing", Proposals.reject)
 
-
-def _set_store(config: Path, url: str) -> None:
-    """Name ``url`` as the workspace's store in its workbench.yaml (refused when it names another)."""
-    import json
-
-    found = WorkspaceConfig.load(config).store
-    if found == url:
-        return
-    if found is not None:
-        raise UserError(f"{config} already names a store ({found}): edit it there, or leave out --store")
-    text = config.read_text(encoding="utf-8")
-    config.write_text(text.rstrip("\n") + f"\nstore: {json.dumps(url)}\n", encoding="utf-8")

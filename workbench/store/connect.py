@@ -37,6 +37,10 @@ EXTENSIONS = ("vss", "fts")
 CHECKPOINT_THRESHOLD = "4MB"
 CHECKPOINT_BYTES = 4 * 1000 * 1000  # DuckDB's MB are 1000²
 CHECKPOINT_BUSY_BYTES = 64 * 1000 * 1000  # the team server under load: Store.checkpoint_if_due
+# How long an open waits for another process to let the workspace go (WORKBENCH_LOCK_TIMEOUT overrides):
+# DuckDB lets one process at a time hold a writable file, so without a server two CLI commands on one
+# workspace take turns; a read takes well under a second, so 30 s makes readers queue, not fail.
+LOCK_WAIT_S = 30.0
 # DuckDB's read-write open failing for one of these reasons means "open it read-only instead"
 _READ_ONLY_ERRORS = {"read-only file system": "read-only file system",
                      "permission denied": "the operating system denied write access"}
@@ -181,15 +185,24 @@ def _no_pandas_search() -> None:
         sys.modules["pandas"] = None  # type: ignore[assignment]
 
 
+def lock_wait() -> float:
+    """Seconds an open waits for the workspace: ``WORKBENCH_LOCK_TIMEOUT``, else ``LOCK_WAIT_S``."""
+    value = os.environ.get("WORKBENCH_LOCK_TIMEOUT")
+    try:
+        return max(0.0, float(value)) if value else LOCK_WAIT_S
+    except ValueError:
+        return LOCK_WAIT_S
+
+
 def connect(path: Path, *, read_only: bool = False, lock_timeout: float | None = None, _raw_errors: bool = False):
     """Connect to ``path`` with vss and fts loaded. Waits up to ``lock_timeout`` seconds
-    (default ``WORKBENCH_LOCK_TIMEOUT`` or 2) for another process to let go."""
+    (default ``WORKBENCH_LOCK_TIMEOUT`` or ``LOCK_WAIT_S``) for another process to let go."""
     import duckdb
 
     _no_pandas_search()
 
     if lock_timeout is None:
-        lock_timeout = float(os.environ.get("WORKBENCH_LOCK_TIMEOUT", "2"))
+        lock_timeout = lock_wait()
     deadline = time.monotonic() + lock_timeout
     while True:
         try:
@@ -207,7 +220,8 @@ def connect(path: Path, *, read_only: bool = False, lock_timeout: float | None =
             ask_release(path)  # a long-running face (the TUI) holding it idle lets go when asked
             if time.monotonic() >= deadline:
                 raise WorkspaceBusy(f"workspace busy: another workbench process is using {path.parent} "
-                                    "(try again when it finishes)") from e
+                                    f"(waited {lock_timeout:g} s; try again when it finishes, or wait longer "
+                                    "with WORKBENCH_LOCK_TIMEOUT=SECONDS)") from e
             time.sleep(0.1)
         except duckdb.Error as e:
             if _raw_errors:

@@ -20,10 +20,11 @@ _NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 _READ_COMPATIBLE = re.compile(r"^--\s*read-compatible:", re.MULTILINE)
 
 
-def available(folder: Path = MIGRATIONS_DIR) -> list[tuple[int, str, Path]]:
-    """(number, name, path) of every migration in ``folder`` (each backend has its own SQL, numbered alike)."""
+def available(folder: Path | None = None) -> list[tuple[int, str, Path]]:
+    """(number, name, path) of every migration in ``folder`` (default: DuckDB's; each backend has
+    its own SQL, numbered alike)."""
     found = []
-    for path in sorted(folder.glob("*.sql")):
+    for path in sorted((folder or MIGRATIONS_DIR).glob("*.sql")):
         match = _NAME.match(path.name)
         if match:
             found.append((int(match.group(1)), match.group(2), path))
@@ -36,12 +37,14 @@ def applied(con) -> set[int]:
     return {row[0] for row in con.execute("SELECT version FROM schema_migrations").fetchall()}
 
 
-def migrate(con) -> list[int]:
-    """Apply every pending migration, each in its own transaction. Returns the numbers applied."""
+def migrate(con, *, upto: int | None = None) -> list[int]:
+    """Apply every pending migration (up to number ``upto``), each in its own transaction. Returns
+    the numbers applied. A database with a migration this code does not know raises ``SchemaAhead``."""
     done = applied(con)
+    check_not_ahead(done)
     ran = []
     for number, name, path in available():
-        if number in done:
+        if number in done or (upto is not None and number > upto):
             continue
         con.execute("BEGIN TRANSACTION")
         try:
@@ -79,11 +82,30 @@ def check_readable(con) -> list[tuple[int, str]]:
     """For a read-only connection: the pending migrations (number, name), all read-compatible.
     Raises ``SchemaBehind`` when one of them is not (reads would fail on missing tables)."""
     done = recorded(con)
+    check_not_ahead(done)
     pending = [(n, name, path) for n, name, path in available() if n not in done]
     blocking = [(n, name) for n, name, path in pending if not read_compatible(path)]
     if blocking:
         raise SchemaBehind(sorted(done), [(n, name) for n, name, _ in pending], blocking)
     return [(n, name) for n, name, _ in pending]
+
+
+def newest() -> int:
+    """The highest migration number this code knows."""
+    return max((n for n, _, _ in available()), default=0)
+
+
+def unknown(done: set[int] | list[int] | tuple[int, ...]) -> list[int]:
+    """Applied numbers this code has no migration for (a newer workbench applied them)."""
+    known = {n for n, _, _ in available()}
+    return sorted(n for n in done if n not in known)
+
+
+def check_not_ahead(done: set[int] | list[int]) -> None:
+    """Raise ``SchemaAhead`` when the database records a migration this code does not know."""
+    ahead = unknown(done)
+    if ahead:
+        raise SchemaAhead(max(ahead), newest())
 
 
 def describe(pending: list[tuple[int, str]]) -> str:
@@ -99,3 +121,12 @@ class SchemaBehind(Exception):
         super().__init__(f"its schema is older than this workbench's (migration {max(done, default=0)} applied, "
                          f"{describe(pending)} pending; reads need {describe(blocking)}), and a read-only "
                          "database cannot be upgraded: open it once with write access")
+
+
+class SchemaAhead(Exception):
+    """The database was upgraded by a newer workbench (Store names the workspace in a UserError)."""
+
+    def __init__(self, found: int, supported: int):
+        self.found, self.supported = found, supported
+        super().__init__(f"its schema version is {found:03d}, newer than this workbench supports "
+                         f"(up to {supported:03d}): upgrade workbench")

@@ -79,6 +79,10 @@ class RetrievalQueries:
         matrix = np.stack(res["vector"]).astype(np.float32, copy=False)
         return dict(zip(res["text_hash"].tolist(), matrix))
 
+    def embedding_models(self) -> list[str]:
+        """The models vectors are stored for."""
+        return [r[0] for r in self._q("SELECT DISTINCT model FROM embeddings ORDER BY model")]
+
     def embedding_count(self, model: str) -> int:
         return self._q("SELECT count(*) FROM embeddings WHERE model = ?", [model])[0][0]
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ReadOnly, StoreError
-from . import migrations
+from ..errors import ReadOnly, SchemaTooNew, StoreError
+from . import migrations, upgrade
 from .connect import keep_private, open_database, read_only_message
 from .core import _FRAGMENT_COLS, CoreQueries
 from .counts import CountQueries
@@ -27,10 +27,11 @@ from .proposals import ProposalQueries
 from .retrieval import RetrievalQueries
 from .rows import VersionWrite, text_column
 from .tokens import TokenQueries
+from .upkeep_queries import BackupQueries
 
 
 class Store(CoreQueries, RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, OverrideQueries, TokenQueries,
-            ProposalQueries, CountQueries):
+            ProposalQueries, CountQueries, BackupQueries):
     """One open workspace database (DuckDB).
 
     ``persisted_fts``: whether the ``duckdb-fts`` lexical backend's index can live here;
@@ -77,7 +78,10 @@ class Store(CoreQueries, RetrievalQueries, FtsQueries, CurationQueries, ExportQu
             if self.read_only:
                 self.schema_pending = migrations.check_readable(con)
             else:
-                migrations.migrate(con)
+                upgrade.upgrade(con, self.path)  # a backup first when it upgrades an existing schema
+        except migrations.SchemaAhead as e:
+            con.close()
+            raise SchemaTooNew(f"workspace {self.path.parent}: {e}") from e
         except migrations.SchemaBehind as e:
             con.close()
             raise ReadOnly(read_only_message(self._blame, f"{self.read_only_reason}; {e}", "read it")) from e

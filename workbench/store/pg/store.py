@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ...errors import ReadOnly, StoreError, StoreUnavailable
+from ...errors import ReadOnly, SchemaTooNew, StoreError, StoreUnavailable
 from .. import migrations as common
 from ..core import CoreQueries
 from ..counts import CountQueries
@@ -51,6 +51,7 @@ from . import schema
 from .connect import connect, describe
 from .follow import CHANNEL, Follower
 from .queries import PgQueries
+from .upkeep import PgUpkeep
 
 WRITE_LOCK = 7_302_912  # pg_advisory_xact_lock key every write transaction takes
 _READ_ONLY_STATES = {"25006", "42501"}  # read_only_sql_transaction, insufficient_privilege
@@ -128,7 +129,7 @@ class _Pool:
             con.close()
 
 
-class PgStore(PgQueries, CoreQueries, RetrievalQueries, CurationQueries, ExportQueries, OverrideQueries,
+class PgStore(PgQueries, PgUpkeep, CoreQueries, RetrievalQueries, CurationQueries, ExportQueries, OverrideQueries,
               TokenQueries, ProposalQueries, CountQueries):
     """One workspace in a PostgreSQL database (``dsn``). ``root``: the workspace folder, where
     caches derived from the database live (the index snapshot), named after the database so two
@@ -156,6 +157,7 @@ class PgStore(PgQueries, CoreQueries, RetrievalQueries, CurationQueries, ExportQ
         self._follower: Follower | None = None
         self._known_generation: int | None = None  # kept by the follower; None: ask the database
         self._known_lock = threading.Lock()
+        self.upgraded = None  # what opening it applied (upgrade.Upgraded), when it could write
         self._pool = _Pool(dsn, read_only=self.read_only, size=int(os.environ.get("WORKBENCH_PG_POOL", "8")))
         self._prepare()
 
@@ -165,9 +167,12 @@ class PgStore(PgQueries, CoreQueries, RetrievalQueries, CurationQueries, ExportQ
         con = self._pool.get()
         try:
             if self.read_only:
+                common.check_not_ahead(schema.recorded(con))
                 self.schema_pending = schema.check_readable(con)
             else:
-                schema.migrate(con)
+                self._upgrade(con)
+        except common.SchemaAhead as e:
+            raise SchemaTooNew(f"workspace {self.path.parent} ({self.where}): {e}") from e
         except common.SchemaBehind as e:
             raise ReadOnly(f"workspace is read-only: {self.where} (opened read-only; {e})") from e
         except StoreError:
