@@ -1,4 +1,4 @@
-"""The remote facade's codec (workbench/server/codec.py): the core's real result values survive
+"""The remote facade's codec (workbench/remote/codec.py): the core's real result values survive
 encode → JSON text → decode unchanged (same types, equal values), and a message cannot make the
 decoder rebuild anything but a workbench data type."""
 
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from conftest import examples
 from workbench.errors import UserError
 from workbench.models import Fragment, Principal, Scope
-from workbench.server.codec import CodecError, decode, encode
+from workbench.remote.codec import CodecError, decode, encode
 
 NOW = datetime(2026, 11, 30, 12, 0)
 MINE = "nw-adr-0007-idempotency-keys"   # marco.bianchi's

@@ -402,3 +402,29 @@ def test_migrate_to_postgresql_and_back_keeps_everything(sample_workspace, pg_ur
         assert not wb.serves_replicas
         assert [h.id for h in wb.search("customer charged twice", principal="marco.bianchi").hits] == before
         assert wb.tokens.identify(token).principal.name == "marco.bianchi"
+
+
+@pytest.mark.process
+def test_workbench_connect_gives_a_notebook_the_same_api_over_the_server(pg_root):
+    """``Workbench.connect(URL, token)``: the core's methods, types and errors, over a running server
+    (here two replicas of a PostgreSQL workspace), acting as the token's principal."""
+    from server_support import start_server, stop_server
+    from workbench import Fragment, Workbench
+    from workbench.errors import NotFound, PermissionDenied
+
+    with Workbench.open(pg_root) as local:
+        agent = local.token_create("agent.nw-coder", expires_days=1).token
+        local_hits = [h.id for h in local.search("idempotency key retries", principal="agent.nw-coder",
+                                                  trace=False).hits]
+    running = start_server(pg_root, args=("--workers", "2"))
+    try:
+        remote = Workbench.connect(running.url, agent)
+        assert [h.id for h in remote.search("idempotency key retries").hits] == local_hits
+        shown = remote.get("nw-a")
+        assert isinstance(shown, Fragment) and "idempotency" in shown.body
+        with pytest.raises(PermissionDenied):
+            remote.edit("nw-a", "Agents may retry freely.", reason="no")
+        with pytest.raises(NotFound):
+            remote.get("tw-nothing-here")
+    finally:
+        assert stop_server(running) == 0, running.log.read_text()

@@ -444,7 +444,7 @@ def test_reviewers_get_their_proposals_in_the_nudge_digest_once(sample_workspace
 def test_the_team_server_serves_proposals_and_answers_429_past_the_limit(sample_workspace):
     from server_support import server
 
-    from workbench.server.client import RemoteWorkbench
+    from workbench.remote.client import RemoteWorkbench
 
     config = sample_workspace / "workbench.yaml"
     config.write_text(config.read_text() + "proposals:\n  per_hour: 2\n")

@@ -1,6 +1,6 @@
 """The TUI as a client of a running team server: a real `workbench server` process on a copy of the
 sample workspace holds it (the TUI could not open it), and the app runs on the remote facade
-(workbench/server/client.py), driven with Pilot. Searches show the server's hits, an edit saved in
+(workbench/remote/client.py), driven with Pilot. Searches show the server's hits, an edit saved in
 the TUI lands on the server, a non-admin token acts as its own principal whatever the app was
 started as, and the core's errors come back as the usual dialog and notifications. `workbench
 serve` beside a server runs every browser tab on it; an unreachable server is one plain line."""
@@ -18,7 +18,7 @@ from tui_support import LARGE, SMALL, app_for, save_anyway, settle, until
 from browser_support import Browser, ensure_chromium, free_port, processes_mentioning, serve
 from conftest import WORKBENCH_BIN, run_cli_process
 from server_support import server
-from workbench.server.client import RemoteWorkbench
+from workbench.remote.client import RemoteWorkbench
 from workbench.tui.screens.conflict import ConflictScreen
 
 MARCO = "marco.bianchi"

@@ -1,7 +1,8 @@
 """workbench: a local-first knowledge workbench for curating what AI agents know.
 
     from workbench import Workbench
-    wb = Workbench.open(".workbench")
+    wb = Workbench.open(".workbench")                        # the workspace, in this process
+    wb = Workbench.connect("https://kb.internal", token)     # the same API, over a team server
 
 The public API is imported lazily so that `workbench --help` stays fast and
 never imports torch.
@@ -10,7 +11,17 @@ never imports torch.
 from __future__ import annotations
 
 __version__ = "0.1.0"
-__all__ = ["Workbench", "Scope", "Principal", "Fragment", "Version", "WorkbenchError", "__version__"]
+__all__ = ["Workbench", "Scope", "Principal", "Fragment", "Version", "WorkbenchError", "connect", "__version__"]
+
+
+def connect(url: str, token: str | None = None):
+    """The core API of the workspace a team server at ``url`` serves, as ``token``'s principal
+    (default: ``$WORKBENCH_TOKEN``): the same methods, types and errors as ``Workbench.open``'s,
+    each a call to the server (``Workbench.connect``). For notebooks and
+    scripts when the workspace is served, or lives in PostgreSQL behind replicas."""
+    from .service import Workbench
+
+    return Workbench.connect(url, token)
 
 
 def __getattr__(name: str):

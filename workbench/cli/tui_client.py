@@ -26,7 +26,7 @@ def remote_workbench(workspace: str | None) -> Any | None:
     endpoint = endpoint_for(workspace)
     if endpoint is None:
         return None
-    from ..server.client import RemoteWorkbench
+    from ..remote.client import RemoteWorkbench
 
     return RemoteWorkbench(endpoint.url, endpoint.token, source=endpoint.source)
 

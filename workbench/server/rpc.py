@@ -40,23 +40,9 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from ..errors import NotFound, PermissionDenied, UserError, ValidationError, WorkbenchError
-from . import codec
+from ..remote import codec
 
-READ = frozenset({
-    "principal", "principals", "list", "browse", "get", "history", "diff", "stats", "search", "context",
-    "superseded_by", "trace", "graph_node", "pins", "stale", "preview_files", "set_show", "set_fragments",
-    "render_agents", "quick_lexical", "health", "gaps", "usage", "fragment_usage",
-    "proposals", "edit_impact", "actions",
-})
-WRITE = frozenset({"edit", "revert", "pin", "unpin", "verify", "snooze", "add_antipattern", "add_fragment",
-                   "propose", "accept", "reject"})
-# methods that read or write files on the server's disk, with the parameters naming them
-DISK = {"ingest": ("paths",), "ingest_git": ("path",), "import_bundle": ("folder",), "export_files": ("out",),
-        "export_bundle": ("out",), "export_agents": ("out",), "eval_golden": ("path",)}
-# parameters of other methods that name files on the server's disk (admin only when given)
-DISK_PARAMS = {"search": ("reranker",), "context": ("reranker",), "edit_impact": ("golden",)}
-CONFIG = "config"   # the workspace's configuration (a property of the facade, fetched once by clients)
-METHODS = READ | WRITE | frozenset(DISK) | {CONFIG}
+from ..remote.methods import CONFIG, DISK, DISK_PARAMS, METHODS, READ, WRITE  # noqa: E402,F401
 WHO = ("principal", "actor")
 NOW_KEPT = frozenset({"browse", "stale", "gaps", "usage", "fragment_usage", "edit_impact"})
 UNRECORDED = {"search": ("trace",)}  # parameters that keep a call out of traces (and gaps and usage)

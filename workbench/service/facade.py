@@ -147,6 +147,17 @@ class Workbench:
         config = WorkspaceConfig.load(root / CONFIG_NAME)
         return cls(root, config, open_store(config.store or root / DB_NAME, root, lock_timeout=lock_timeout))
 
+    @staticmethod
+    def connect(url: str, token: str | None = None):
+        """The same methods, types and errors over a team server at ``url``, as ``token``'s principal
+        (default ``$WORKBENCH_TOKEN``): each call goes to the server (``remote.RemoteWorkbench``).
+        For notebooks and scripts where the workspace is served, or lives in PostgreSQL behind replicas."""
+        import os
+
+        from ..remote.client import RemoteWorkbench
+
+        return RemoteWorkbench(url, token or os.environ.get("WORKBENCH_TOKEN"), source="Workbench.connect")
+
     def close(self) -> None:
         self.ws.index.settle(stop=True)  # an index build behind stops: a cache, not a write
         self.store.close()

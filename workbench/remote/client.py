@@ -23,7 +23,7 @@ from typing import Any
 
 from ..errors import UserError, WorkbenchError
 from . import codec
-from .rpc import CONFIG, METHODS
+from .methods import CONFIG, METHODS
 
 TIMEOUT_S = float(os.environ.get("WORKBENCH_CLIENT_TIMEOUT", "600"))
 LOCAL = {"principal", "principals", "quick_lexical"}   # methods defined below, not generated
