@@ -13,7 +13,7 @@ import sys
 
 import pytest
 from conftest import CONFIG, examples, run_cli
-from hostile_text import AGENT, LEAD, RED_TEAM, SCOPE, hostile_line, hostile_workspace, seed, unsafe
+from hostile_text import AGENT, LEAD, RED_TEAM, SCOPE, TAGGED, hostile_line, hostile_workspace, seed, unsafe
 from hypothesis import HealthCheck, given, settings
 
 from workbench import Workbench
@@ -148,6 +148,7 @@ def test_exports_rendered_text_is_inert_and_bundles_round_trip_exactly(hostile_w
     assert len(rendered) > 10
     texts = "".join(p.read_text(encoding="utf-8") for p in rendered)
     assert unsafe(texts) == [] and "\\u001b[2J" in texts
+    assert "hidden\\udb40\\udc69\\udb40\\udc67" in texts and "zero\\u200bwidth" in texts  # the invisible, shown
     cli(ws, "set", "create", "hostile", "--scope", SCOPE, "--as", LEAD)
     cli(ws, "export", "bundle", "--set", "hostile", "--out", str(tmp_path / "bundle"), "--as", LEAD)
     assert unsafe((tmp_path / "bundle" / "fragments.jsonl").read_text(encoding="utf-8")) == []
@@ -159,7 +160,7 @@ def test_exports_rendered_text_is_inert_and_bundles_round_trip_exactly(hostile_w
         assert after.body == before.body and RED_TEAM in after.body
         reasons = zip(a.history(ids["edited"], principal=LEAD), b.history(ids["edited"], principal=LEAD), strict=True)
         assert all(old.reason in new.reason for old, new in reasons)  # "import bundle ...: {reason} (by ...)"
-        assert "\u2028" in after.body
+        assert "\u2028" in after.body and TAGGED in after.body
 
 
 def check_generated(ws, text: str, every_command: bool) -> None:
