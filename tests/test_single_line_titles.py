@@ -8,8 +8,8 @@ import json
 
 import pytest
 from conftest import run_cli, write_fragment
-from policy_workspace import C, bundle_record, write_bundle
 from policy_oracle import Where
+from policy_workspace import C, bundle_record, write_bundle
 
 from workbench.errors import UserError
 

@@ -67,7 +67,6 @@ from typing import Any, Callable, Mapping
 
 from .models import PRINCIPAL_KINDS, PROPOSAL_STATUSES, Content, Decision, Fragment, Principal, Scope, call_scopes
 
-
 ALLOW = Decision(True)
 
 
