@@ -10,10 +10,11 @@ from __future__ import annotations
 import io
 import json
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import CONFIG, examples, run_cli
-from hostile_text import AGENT, LEAD, RED_TEAM, SCOPE, hostile_line, hostile_workspace, seed, unsafe
+from hostile_text import AGENT, LEAD, RED_TEAM, SCOPE, TAGGED, hostile_line, hostile_workspace, seed, unsafe
 from hypothesis import HealthCheck, given, settings
 
 from workbench import Workbench
@@ -148,6 +149,7 @@ def test_exports_rendered_text_is_inert_and_bundles_round_trip_exactly(hostile_w
     assert len(rendered) > 10
     texts = "".join(p.read_text(encoding="utf-8") for p in rendered)
     assert unsafe(texts) == [] and "\\u001b[2J" in texts
+    assert "hidden\\udb40\\udc69\\udb40\\udc67" in texts and "zero\\u200bwidth" in texts  # the invisible, shown
     cli(ws, "set", "create", "hostile", "--scope", SCOPE, "--as", LEAD)
     cli(ws, "export", "bundle", "--set", "hostile", "--out", str(tmp_path / "bundle"), "--as", LEAD)
     assert unsafe((tmp_path / "bundle" / "fragments.jsonl").read_text(encoding="utf-8")) == []
@@ -159,7 +161,25 @@ def test_exports_rendered_text_is_inert_and_bundles_round_trip_exactly(hostile_w
         assert after.body == before.body and RED_TEAM in after.body
         reasons = zip(a.history(ids["edited"], principal=LEAD), b.history(ids["edited"], principal=LEAD), strict=True)
         assert all(old.reason in new.reason for old, new in reasons)  # "import bundle ...: {reason} (by ...)"
-        assert "\u2028" in after.body
+        assert "\u2028" in after.body and TAGGED in after.body
+
+
+def test_nudge_digests_are_inert_and_private(hostile_ws):
+    """The digest names the agent's proposal (its title) and the question it asked: inert, as every
+    face's output, and readable by the workspace's user only (red team on issue 26)."""
+    import stat
+
+    ws, ids = hostile_ws
+    report = json.loads(cli(ws, "nudge", "--as", LEAD, "--json").stdout)
+    digests = [Path(d) for d in report["digests"]]
+    mine = next(d for d in digests if d.name == f"{LEAD}.md").read_text(encoding="utf-8")
+    assert ids["proposal"] in mine and "\\u001b[2J\\u001b]0;pwned\\u0007 \\u202eevil" in mine, mine
+    for d in digests:
+        assert unsafe(d.read_text(encoding="utf-8")) == [], d
+        assert stat.S_IMODE(d.stat().st_mode) == 0o600, d
+    for folder in (digests[0].parent, digests[0].parent.parent):
+        assert folder.name in ("outbox", digests[0].parent.name) and stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert not [p for p in digests[0].parent.iterdir() if p.suffix != ".md"]   # no temporary file left
 
 
 def check_generated(ws, text: str, every_command: bool) -> None:

@@ -1,13 +1,14 @@
 """workbench.inert, the one sanitiser of text from others: nothing a terminal acts on survives it,
 it is idempotent, plain text passes unchanged (the same object), escape sequences are shown whole
-and visibly, and JSON text stays valid and exactly equal in value."""
+and visibly, invisible characters (tags, zero-width space, BOM, separators...) are shown while the
+joiners scripts and emoji need are kept, and JSON text stays valid and exactly equal in value."""
 
 from __future__ import annotations
 
 import json
 
 from conftest import examples
-from hostile_text import BIDI_CONTROLS, RED_TEAM, hostile, unsafe
+from hostile_text import BIDI_CONTROLS, INVISIBLES, RED_TEAM, TAGGED, hostile, unsafe
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -20,18 +21,19 @@ ANY_TEXT = st.one_of(hostile(), st.text(max_size=40))
 @given(ANY_TEXT)
 @example(RED_TEAM)
 @example("\ud800 lone surrogate \udfff")
+@example(f"see{TAGGED} zero\u200bwidth\ufeff")
 def test_nothing_a_terminal_acts_on_survives(text):
     out = inert(text)
     assert unsafe(out) == [], (text, out)
     assert "\x1b" not in out and not any(0x80 <= ord(c) <= 0x9F for c in out)
-    assert not set(BIDI_CONTROLS) & set(out)
+    assert not set(BIDI_CONTROLS) & set(out) and not set(INVISIBLES) & set(out)
     assert is_inert(out)
     assert inert(out) == out  # idempotent
 
 
 @settings(max_examples=examples(300), deadline=None)
-@given(st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs")).filter(lambda c: c not in BIDI_CONTROLS)
-               | st.sampled_from("\t\n")))
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs")).filter(lambda c: not unsafe(c))
+               | st.sampled_from("\t\n\u200c\u200d")))
 def test_plain_text_comes_back_as_it_was(text):
     assert is_inert(text)
     assert inert(text) is text
@@ -44,6 +46,18 @@ def test_the_red_team_title_is_shown_whole_and_visibly():
     assert inert("tab\tand\nnewline stay") == "tab\tand\nnewline stay"
     assert inert("\u2066\u2069\u200e\u200f\u061c") == "\\u2066\\u2069\\u200e\\u200f\\u061c"
     assert inert("\x7f\x00") == "\\u007f\\u0000"
+
+
+def test_invisible_characters_are_shown_and_the_joiners_scripts_need_are_kept():
+    assert (inert("a\u200bb\u2060c\ufeffd\u180ee\u2028f\u2029g\u2062h")
+            == "a\\u200bb\\u2060c\\ufeffd\\u180ee\\u2028f\\u2029g\\u2062h")
+    assert inert("\ufeffat the start") == "\\ufeffat the start"
+    hidden = inert("Retry" + TAGGED)   # a hidden instruction, as an exported AGENTS.md would carry it
+    assert hidden.startswith("Retry\\udb40\\udc69\\udb40\\udc67") and hidden.isascii()
+    assert json.loads(f'"{hidden}"') == "Retry" + TAGGED   # JSON's own escape: the same value
+    for kept in ("\u200c", "\u200d", "\U0001f468\u200d\U0001f469\u200d\U0001f467", "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",
+                 "\u2764\ufe0f", "co\u00adop"):
+        assert inert(kept) is kept and is_inert(kept)
 
 
 @settings(max_examples=examples(200), deadline=None)

@@ -8,6 +8,7 @@ The kinds' table (README, "What agents may do"), written here independently of p
 | pin, unpin, nudge | yes | no | no | within its grants |
 | review (accept, reject) | yes | no | no | no |
 | propose | yes | yes | yes | yes |
+| token create (its own) | yes | no | no | yes |
 
 The principals (the sample's, with a test-only agent holding a grant): marco.bianchi (person, lead
 of payments-api), agent.nw-coder (agent, no grant), agent.pay (agent, ``writes:
@@ -51,7 +52,7 @@ ALLOWED = {**dict.fromkeys(("edit", "revert", "archive", "restore", "verify", "s
                             "add", "ingest", "import", "set create", "set add"), GRANTED),
            **dict.fromkeys(("pin", "unpin", "nudge"), frozenset({"person", "service"})),
            **dict.fromkeys(("accept", "reject"), frozenset({"person"})),
-           "propose": frozenset(WHO)}
+           "propose": frozenset(WHO), "token create": frozenset({"person", "service"})}
 ADMIN = "priya.raman"     # sets up each principal's targets (a person, lead of northwind)
 PROPOSER = "grace.kim"    # proposes what the review operations review
 ADR = "nw-adr-0007-idempotency-keys"
@@ -135,6 +136,7 @@ def operations(t: Targets, kind: str, n: str) -> list[Op]:
         Op("nudge", "nudge", {}, "nudge", [], who="principal", stores=False),
         Op("propose", "propose", {"title": f"Kinds proposal {n}", "body": "Learned.", "scope": PAY}, "propose",
            [f"Kinds proposal {n}", "Learned."], {"scope": PAY}, who="principal"),
+        Op("token create", "token/create", {"for_principal": who}, "token_create", [who]),   # for itself
         Op("ingest", "ingest", {"paths": str(files / "in")}, "ingest", [[files / "in"]], disk=True),
         Op("import", "import-bundle", {"dir": str(files / "bundle")}, "import_bundle", [files / "bundle"], disk=True),
     ]

@@ -14,7 +14,7 @@ import pytest
 from conftest import CONFIG, WORKBENCH_BIN
 
 from workbench import Workbench
-from workbench.errors import NotFound, PermissionDenied, RateLimited, SecretFound, UserError, WorkbenchError
+from workbench.errors import Conflict, NotFound, PermissionDenied, RateLimited, SecretFound, UserError, WorkbenchError
 
 AGENT = "agent.nw-coder"
 SCOPE = "org=northwind,repo=payments-api"
@@ -273,7 +273,9 @@ def test_the_owner_a_proposal_names_reviews_it_and_an_ingest_cannot_accept_it(wo
             flipped = wb.ingest([proposal_file(f"g-{actor}", proposed_by="marco.bianchi")], actor=actor)
             assert flipped.errors and refused in flipped.errors[0]["message"], flipped.errors  # no accept by ingest
         assert wb.get(pid, principal="grace.kim").status == "proposed"
-        done = wb.accept(pid, principal="grace.kim")
+        kind, message = refusal(wb.accept, pid, principal="grace.kim")   # v2 now: name the version read
+        assert kind is Conflict and "base 2" in message
+        done = wb.accept(pid, principal="grace.kim", base=2)
         assert done.owner == "grace.kim" and done.content.detail("review")["by"] == "grace.kim"
 
 
@@ -418,6 +420,36 @@ def test_the_cli_proposes_lists_and_reviews(sample_workspace, cli, tmp_path):
     assert no_reason.returncode == 2 and "--reason" in no_reason.stderr
 
 
+def test_a_reviewer_never_accepts_text_it_did_not_read(sample_workspace, cli):
+    """The red team's case (issue 26): marco read the proposal, its author then edited it (its right
+    until the review), and `review accept` without --base took the new text. Now an accept of a
+    proposal with more than one version names the version read, or is refused, naming the latest
+    version, its author and time; `proposals` shows the version and the --base to pass."""
+    as_marco = ("--as", "marco.bianchi")
+    pid = json.loads(cli("propose", TITLE, "--body", BODY, "--scope", SCOPE, "--as", AGENT, "--json",
+                         workspace=sample_workspace).stdout)["id"]
+    read = json.loads(cli("show", pid, *as_marco, "--json", workspace=sample_workspace).stdout)
+    assert read["version"] == 1
+    with Workbench.open(sample_workspace) as wb:
+        wb.edit(pid, "Agents may retry POSTs freely.", reason="simplify", actor=AGENT)   # after marco read it
+    listed = cli("proposals", *as_marco, workspace=sample_workspace).stdout
+    row = next(line for line in listed.splitlines() if pid in line)
+    assert " v2 " in f" {row} " and "--base N" in listed, listed
+    unread = cli("review", "accept", pid, *as_marco, workspace=sample_workspace)
+    assert unread.returncode == 2 and "Traceback" not in unread.stderr, unread.stderr
+    assert all(w in unread.stderr for w in ("v2", AGENT, "--base", "base 2")), unread.stderr
+    stale = cli("review", "accept", pid, "--base", str(read["version"]), *as_marco, workspace=sample_workspace)
+    assert stale.returncode == 2 and "changed since v1" in stale.stderr, stale.stderr
+    with Workbench.open(sample_workspace) as wb:
+        kept = wb.get(pid, principal="marco.bianchi")
+        assert (kept.status, kept.version) == ("proposed", 2)   # nothing accepted, nothing lost
+        kind, message = refusal(wb.accept, pid, principal=AGENT)    # who may review is answered first
+        assert kind is PermissionDenied and "base" not in message
+        assert_like_missing(wb.accept, pid, principal="sofia.okafor")   # and an unseen one is unknown
+    done = cli("review", "accept", pid, "--base", "2", *as_marco, "--json", workspace=sample_workspace)
+    assert done.returncode == 0 and json.loads(done.stdout)["body"] == "Agents may retry POSTs freely.", done.stderr
+
+
 # -- the nudge digest ------------------------------------------------------------------------------------
 
 def test_reviewers_get_their_proposals_in_the_nudge_digest_once(sample_workspace):
@@ -476,7 +508,13 @@ def test_the_team_server_serves_proposals_and_answers_429_past_the_limit(sample_
 
         reviewer = RemoteWorkbench(running.url, marco)
         assert [f.id for f in reviewer.proposals(principal="marco.bianchi")] == [pid, second.id]
-        status, done, _ = running.call("POST", "/api/v1/review/accept", {"id": pid, "reason": "good"}, token=marco)
+        remote.edit(pid, BODY + " Edited after the review began.", reason="more", actor=AGENT)   # over RPC
+        for unread in (lambda: running.call("POST", "/api/v1/review/accept", {"id": pid}, token=marco)[:2],
+                       lambda: refusal(reviewer.accept, pid, principal="marco.bianchi")):
+            status, said = unread()   # over HTTP and over RPC: no base, more than one version: refused
+            assert status in (409, Conflict) and "base 2" in str(said) and AGENT in str(said), said
+        status, done, _ = running.call("POST", "/api/v1/review/accept", {"id": pid, "reason": "good", "base": 2},
+                                       token=marco)
         assert status == 200 and done["status"] == "active" and done["details"]["review"]["by"] == "marco.bianchi"
         rejected = reviewer.reject(second.id, principal="marco.bianchi", reason="duplicate")
         assert rejected.status == "rejected"

@@ -260,6 +260,49 @@ def test_a_non_admin_manages_only_its_own_tokens(workspace, cli):
                       ("token.revoke", "marco.bianchi"), ("token.revoke", "priya.raman")]
 
 
+def test_policy_may_create_token_never_for_an_agent():
+    from workbench.models import Principal
+    from workbench.policy import may_create_token
+
+    agent = Principal("bot", orgs=("o",), kind="agent")
+    assert not may_create_token(agent, "bot") and "is an agent" in may_create_token(agent, "bot").message
+    assert not may_create_token(Principal("bot", orgs=("o",), kind="agent", admin=True), "bot")  # not even so
+    assert may_create_token(Principal("sync", orgs=("o",), kind="service"), "sync")   # a service: its own
+    assert not may_create_token(Principal("sync", orgs=("o",), kind="service"), "marco")
+    assert may_create_token(Principal("marco", orgs=("o",)), "marco") and may_create_token(None, "bot")
+
+
+def test_an_agent_never_mints_a_token_not_even_for_itself(workspace, cli):
+    """The red team (issue 26): agent.nw-coder made 200 never-expiring tokens for itself with its own."""
+    agent = "agent.nw-coder"
+    assert_exit_2(cli("token", "create", "--for", agent, "--as", agent, workspace=workspace), "is an agent")
+    assert_exit_2(cli("token", "create", "--for", "marco.bianchi", "--as", agent, workspace=workspace),
+                  "is an agent")
+    assert rows(workspace, "SELECT count(*) FROM tokens") == [(0,)]
+    with Workbench.open(workspace) as wb:
+        with pytest.raises(PermissionDenied, match="not even for itself"):
+            wb.token_create(agent, actor=agent, expires_days=30)
+        given = wb.token_create(agent)   # the local administrator gives it one; the agent manages that one
+        assert [t.id for t in wb.token_list(actor=agent)] == [given.id]
+        assert wb.token_revoke(given.id, actor=agent).status == "revoked"
+        assert wb.token_create("kb.sync", actor="kb.sync").principal == "kb.sync"          # a service: its own
+        assert wb.token_create("marco.bianchi", actor="marco.bianchi").principal == "marco.bianchi"  # a person
+    assert rows(workspace, "SELECT count(*) FROM tokens") == [(3,)]
+
+
+def test_revoke_never_repeats_a_tokens_secret(workspace, cli):
+    with Workbench.open(workspace) as wb:
+        issued = wb.token_create("marco.bianchi")
+    secret = issued.token.split("_", 2)[2]
+    for given in (issued.token, issued.token[:40], f"x{issued.token}", secret, f"  {issued.token}  "):
+        r = cli("token", "revoke", given, workspace=workspace)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        assert not any(secret[i:i + 8] in r.stderr + r.stdout for i in range(len(secret) - 7)), (given, r.stderr)
+    said = cli("token", "revoke", issued.token, workspace=workspace).stderr
+    assert f"revoke it by its id, {issued.id}" in said and "nothing was revoked" in said
+    assert [t["status"] for t in json.loads(cli("token", "list", "--json", workspace=workspace).stdout)] == ["active"]
+
+
 def test_the_core_refuses_with_a_user_error(wb):
     with pytest.raises(PermissionDenied, match="only an admin may create tokens for another principal"):
         wb.token_create("priya.raman", actor="marco.bianchi")

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from .errors import UserError
+from .errors import NotFound, PermissionDenied, UserError
 
 KINDS = ("decision", "runbook", "code", "policy", "note", "session-summary", "anti-pattern")
 STATUSES = ("active", "archived", "proposed", "rejected")
@@ -333,3 +333,23 @@ def call_scopes(trace: Mapping[str, Any], caller: Principal | None) -> tuple[Sco
         except UserError:
             return ()
     return tuple(Scope(org) for org in caller.orgs) if caller is not None else ()
+
+
+@dataclass(frozen=True)
+class Decision:
+    """policy.py's answer to "may ACTOR do ACTION to TARGET?"; falsy when refused."""
+
+    allowed: bool
+    message: str = ""
+    hidden: bool = False   # refuse as "unknown": the target is not visible to the actor
+    action: str = ""
+
+    def __bool__(self) -> bool:
+        return self.allowed
+
+    def error(self) -> UserError:
+        return NotFound(self.message) if self.hidden else PermissionDenied(self.message)
+
+    def check(self) -> None:
+        if not self.allowed:
+            raise self.error()

@@ -30,7 +30,8 @@ module turns it into a decision for each action:
                                (or the local administrator, who runs the CLI on the database) sooner
     manage a token             the local administrator (no actor: whoever runs the CLI on the
       (create, list, revoke)   database file), an admin principal for any principal's tokens,
-                               any principal for its own (``may_manage_token``)
+                               any principal for its own (``may_manage_token``); but an agent
+                               never creates one, not even for itself (``may_create_token``)
     workspace-wide figures     the local administrator and admin principals; others are counted
       (info, /metrics)         only what they see, or refused (``sees_workspace_totals``)
     propose in scope S         any principal who can see S (its own session scope included); a
@@ -62,32 +63,9 @@ A target the actor may not see is refused exactly like one that does not exist
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from .errors import NotFound, PermissionDenied, UserError
-from .models import PRINCIPAL_KINDS, PROPOSAL_STATUSES, Content, Fragment, Principal, Scope, call_scopes
-
-
-@dataclass(frozen=True)
-class Decision:
-    """The answer to "may ACTOR do ACTION to TARGET?"; falsy when refused."""
-
-    allowed: bool
-    message: str = ""
-    hidden: bool = False   # refuse as "unknown": the target is not visible to the actor
-    action: str = ""
-
-    def __bool__(self) -> bool:
-        return self.allowed
-
-    def error(self) -> UserError:
-        return NotFound(self.message) if self.hidden else PermissionDenied(self.message)
-
-    def check(self) -> None:
-        if not self.allowed:
-            raise self.error()
-
+from .models import PRINCIPAL_KINDS, PROPOSAL_STATUSES, Content, Decision, Fragment, Principal, Scope, call_scopes
 
 ALLOW = Decision(True)
 
@@ -477,6 +455,19 @@ def may_manage_token(actor: Principal | None, owner: str) -> bool:
     return actor.admin or actor.name == owner
 
 
+def may_create_token(actor: Principal | None, owner: str) -> Decision:
+    """``may_manage_token`` for a new token, and never by an agent (nor a kind the table reads as
+    one), not even for itself: a token is a lasting credential, and an agent that mints its own
+    outlives the revocation of the one it was given. People and services keep their rights."""
+    if actor is not None and actor.kind not in ("person", "service"):
+        return _deny(f"{actor.name} is an agent: it may not create tokens, not even for itself (an admin or the "
+                     "local administrator creates them; an agent may list and revoke its own)", "token-create")
+    if may_manage_token(actor, owner):
+        return ALLOW
+    return _deny(f"only an admin may create tokens for another principal ({actor.name} may create tokens for "
+                 f"{actor.name} only)", "token-create")
+
+
 def sees_workspace_totals(actor: Principal | None) -> bool:
     """May ``actor`` see figures about the whole workspace (``info``'s counts, the server's
     /metrics: every fragment, version, event, trace and request, whoever they belong to)? The local
@@ -492,5 +483,6 @@ def taken_message(fragment_id: str) -> str:
 
 __all__ = ["Decision", "ACTIONS", "RULES", "KIND_RULES", "WRITE_ACTIONS", "offered", "may", "require", "may_write",
            "write_action", "sees", "sees_scope", "sees_query", "taken_message", "may_manage_token",
+           "may_create_token",
            "sees_workspace_totals", "call_scopes",
            "proposed_by", "authored", "reviews"]

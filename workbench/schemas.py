@@ -95,6 +95,9 @@ def validate(name: str, data: Any, *, file: str | None = None) -> None:
         message = "required field is missing"
     elif err.validator == "enum":
         message = f"{shown(err.instance)} is not one of {', '.join(map(str, err.validator_value))}"
+    elif err.validator == "not" and list(err.absolute_path)[-1:] == ["title"]:
+        message = (f"{shown(err.instance)} has a line break: a title is one line (no newline, carriage return, "
+                   "vertical tab, form feed, U+001C-U+001E, U+0085, U+2028 or U+2029)")
     elif err.validator == "not" and name == "fragment":
         message = "dont/why/instead/evidence are only allowed on anti-pattern fragments"
     elif err.validator == "type":

@@ -94,12 +94,12 @@ def proposals(status, scope, principal, as_json):
         print("no proposals awaiting review" if status == "proposed" else f"no {status} proposals")
         return
     fmt = lambda s: ",".join(f"{k}={v}" for k, v in s.items() if v)
-    headers = ["id", "kind", "by", "scope", "proposed", "title"] + (["status"] if status != "proposed" else [])
-    print(table(headers, ([r["id"], r["kind"], (r["proposed_by"] or "") + (" (you)" if r["mine"] else ""),
+    headers = ["id", "version", "kind", "by", "scope", "proposed", "title"] + (["status"] if status != "proposed" else [])
+    print(table(headers, ([r["id"], f"v{r['version']}", r["kind"], (r["proposed_by"] or "") + (" (you)" if r["mine"] else ""),
                            fmt(r["scope"]), r["created_at"][:10], r["title"]]
                           + ([r["status"]] if status != "proposed" else []) for r in rows)))
-    print("\nreview with: workbench review accept ID [--scope S] [--owner P]  ·  workbench review reject ID "
-          "--reason R")
+    print("\nreview with: workbench show ID, then workbench review accept ID --base N [--scope S] [--owner P] "
+          "(N: the version you read)  ·  workbench review reject ID --reason R")
 
 
 @group("review", "Review a proposal: accept it (choosing scope and owner) or reject it with a reason.",
@@ -111,7 +111,7 @@ def review():
 
 
 @command("accept", "Accept a proposal: it becomes an active fragment in the scope and with the owner chosen.",
-         "workbench review accept prop-webhook-retries-1a2b3c --scope org=northwind,repo=payments-api "
+         "workbench review accept prop-webhook-retries-1a2b3c --base 2 --scope org=northwind,repo=payments-api "
          "--owner marco.bianchi --as marco.bianchi")
 @click.argument("id")
 @scope_option("the scope it is accepted into (default: where it was proposed)")
@@ -120,8 +120,9 @@ def review():
 @click.option("--body", metavar="TEXT", help="a new text, saved as an edit before accepting")
 @click.option("--file", "file", metavar="F", help="read the new text from a file ('-' for stdin)")
 @click.option("--reason", help="why (recorded in the review)")
-@click.option("--base", type=INT, metavar="N", help="the version you reviewed: if the proposal moved on since, "
-              "nothing is saved and the conflict is reported (exit 2)")
+@click.option("--base", type=INT, metavar="N", help="the version you reviewed (`show` names it): if the proposal "
+              "moved on since, nothing is saved and the conflict is reported (exit 2); required once the proposal "
+              "has more than one version")
 @as_option(f"the reviewer (a lead of the proposal's scope) {PRINCIPAL_DEFAULT}", metavar="LEAD")
 @json_option()
 def accept(id, scope, owner, title, body, file, reason, base, principal, as_json):

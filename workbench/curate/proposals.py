@@ -23,12 +23,13 @@ def digest_section(proposals: Iterable[Fragment], reviewer: str) -> list[str]:
         return []
     intro = (f"{len(items)} proposal(s) from agents await your review, oldest first. Accept one (choosing its "
              "scope and owner), edit then accept, or reject it with a reason its author reads: in the TUI inbox "
-             f"(`i`), or `workbench review accept ID --as {reviewer}` / "
-             f"`workbench review reject ID --reason R --as {reviewer}`.")
+             f"(`i`), or read it with `workbench show ID --as {reviewer}`, then "
+             f"`workbench review accept ID --base N --as {reviewer}` (N: the version you read, so a later change "
+             f"is not accepted unread) / `workbench review reject ID --reason R --as {reviewer}`.")
     lines = ["## Proposals to review", "", intro, ""]
     for f in items:
         author = f.content.detail("proposed_by") or f.owner
-        lines.append(f"- **{_md(f.title)}** (`{f.id}`) — {f.kind} by {_md(author)} in {f.scope}, "
+        lines.append(f"- **{_md(f.title)}** (`{f.id}`, v{f.version}) — {f.kind} by {_md(author)} in {f.scope}, "
                      f"proposed {f.created_at:%Y-%m-%d}")
     lines.append("")
     return lines

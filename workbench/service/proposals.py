@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .. import policy
-from ..errors import NotFound, RateLimited, SecretFound, UserError
+from ..errors import Conflict, NotFound, RateLimited, SecretFound, UserError
 from ..models import PROPOSAL_KINDS, PROPOSAL_STATUSES, Content, Fragment, Principal, Scope
 from ..models import utcnow
 from .fragments import Fragments
@@ -210,7 +210,9 @@ class Proposals(Feature):
         owned by ``owner`` (default: the owner it names when that is not its author, else the reviewer),
         with ``details.review`` = {decision: accepted, by, at[, reason]}. A new ``title`` or ``body`` is
         saved first as an edit by the reviewer, so the history shows propose, edit, accept. ``base``:
-        the version the reviewer read (a later change refuses the accept with Conflict)."""
+        the version the reviewer read (a later change refuses the accept with Conflict). A proposal
+        with more than one version is accepted only with a ``base``: its author may edit it after
+        the reviewer read it, and a reviewer never accepts text it did not see (``_require_base``)."""
         from ..ingest.files import normalise_body
 
         who = self.principal(principal)
@@ -234,6 +236,10 @@ class Proposals(Feature):
         accepted = replace(edited, status="active", scope=where, owner=keeper,
                            details=_with_detail(edited.details, "review", review))
         self._check(fragment_id, accepted)
+        # who may review first (a refusal there says nothing about versions), then which version
+        policy.may_write(who, current, accepted, principals=self.config.principals).check()
+        if base is None:
+            self._require_base(current)
         with self.store.transaction():
             if edited != current.content:
                 self._check(fragment_id, edited)
@@ -244,6 +250,17 @@ class Proposals(Feature):
             self.store.add_event("accept", actor=who.name, fragment_id=fragment_id,
                                  detail={"scope": str(where), "owner": keeper, "proposed_by": author})
             return self.store.get(fragment_id)
+
+    def _require_base(self, current: Fragment) -> None:
+        """Refuse an accept that names no base version when the proposal has more than one: the
+        reviewer may have read an earlier one (its author edits it until the review)."""
+        if current.version <= 1:
+            return
+        last = self.store.versions(current.id)[-1]
+        raise Conflict(f"{current.id} has {current.version} versions and this accept names none: the latest, "
+                       f"v{current.version}, is by {last.author} at {_iso(last.created_at)}. Read it (show "
+                       f"{current.id}), then accept it with base {current.version}, the version you reviewed, so "
+                       "that no text you did not see is accepted", param="base")
 
     def reject(self, fragment_id: str, *, principal: str | Principal | None = None, reason: str,
                base: int | None = None, now: datetime | None = None) -> Fragment:

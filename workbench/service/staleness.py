@@ -5,10 +5,15 @@ and scope leads with questions agents asked in their scopes that got nothing use
 report, ``Gaps.for_leads``). Its sections after the stale fragments come from ``_sections``: one
 call per section, each answering recipient → markdown lines ("Questions we could not answer"),
 then "Proposals to review" for every reviewer with proposals awaiting it (``Proposals.queues``).
+
+A digest carries text others wrote (titles, questions agents asked): it is made inert
+(workbench/inert.py) before it is written, as every face's output is, since a reader may ``cat`` it
+or mail it. Digests are private to the workspace's user: files 0600 in folders made 0700.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -19,6 +24,7 @@ from ..curate.drift import find_drift
 from ..curate.gaps import digest_section as gaps_section
 from ..curate.proposals import digest_section as proposals_section
 from ..curate.staleness import StaleItem, digest, find_stale
+from ..inert import inert
 from ..models import Principal
 from ..models import utcnow
 from .days import MAX_DAYS, check_days  # noqa: F401 - MAX_DAYS: the TUI's day fields use it from here
@@ -116,20 +122,18 @@ class Staleness(Feature):
         recipients = sorted(set(due).union(*sections))
         if not recipients:
             return report
-        outbox = Path(self.root) / "outbox" / now.strftime("%Y-%m-%d")
-        outbox.mkdir(parents=True, exist_ok=True)
+        outbox = _private_folder(Path(self.root) / "outbox") / now.strftime("%Y-%m-%d")
+        _private_folder(outbox)
         with self.store.transaction():
             self.store.add_nudges([(i.fragment.id, owner, now, "; ".join(i.reasons))
                                    for owner, owned in due.items() for i in owned])
             for name in recipients:
                 path = outbox / f"{name}.md"
-                tmp = path.with_suffix(".md.tmp")
                 text = digest(name, due.get(name, []), now=now, workspace=self.config.name,
                               sections=[section[name] for section in sections if name in section])
                 if path.exists():  # another lead's run today (another org): keep theirs, add ours
                     text = path.read_text(encoding="utf-8").rstrip() + "\n\n---\n\n" + text
-                tmp.write_text(text, encoding="utf-8")
-                tmp.replace(path)
+                _write_private(path, inert(text))
                 if name in due:
                     report.nudged[name] = [i.fragment.id for i in due[name]]
                 report.digests.append(str(path))
@@ -211,3 +215,27 @@ class Staleness(Feature):
             self.store.put_snooze(fragment_id, until, who.name, now)
             self.store.add_event("snooze", actor=who.name, fragment_id=fragment_id, detail={"days": days}, at=now)
         return until
+
+
+def _private_folder(folder: Path) -> Path:
+    """``folder``, made 0700 when it is new (an existing folder keeps the modes its owner gave it)."""
+    try:
+        folder.mkdir(mode=0o700)
+        folder.chmod(0o700)   # (mkdir's mode is narrowed by the umask, never widened: this is exact)
+    except FileExistsError:
+        pass
+    return folder
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` at once (a reader sees the old digest or the new one), mode 0600."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            os.fchmod(out.fileno(), 0o600)   # (a leftover file of that name keeps no wider mode)
+            out.write(text)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, path)

@@ -33,7 +33,7 @@ from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from .. import policy
-from ..errors import NotFound, PermissionDenied, Unauthenticated, UserError
+from ..errors import NotFound, Unauthenticated, UserError
 from ..models import Principal
 from ..models import utcnow
 from ..store.tokens import TokenRow
@@ -178,9 +178,7 @@ class Tokens(Feature):
             known = ", ".join(sorted(self.config.principals))
             raise UserError(f"cannot create a token for unknown principal {name!r}: a token is for a principal "
                             f"of workbench.yaml (known: {known})")
-        if not policy.may_manage_token(who, name):
-            raise PermissionDenied(f"only an admin may create tokens for another principal ({who.name} may "
-                                   f"create tokens for {who.name} only)")
+        policy.may_create_token(who, name).check()
         days = _check_expires(expires_days)
         note = _check_note(note)
         now = now or utcnow()
@@ -212,7 +210,7 @@ class Tokens(Feature):
         unknown id, so its existence is not revealed."""
         who = self._actor(actor)
         if not isinstance(token_id, str) or not _ID.fullmatch(token_id):
-            raise NotFound(f"unknown token id {str(token_id)[:40]!r} (an id is 12 lowercase hex characters)")
+            raise NotFound(_not_an_id(token_id))
         now = now or utcnow()
         with self.store.transaction("revoke a token"):
             row = self.store.token_row(token_id)
@@ -277,6 +275,19 @@ class Tokens(Feature):
                 self.store.touch_token(token_id, now or utcnow())
         except Exception:  # best effort: a failed record of use must never fail authentication
             pass
+
+
+def _not_an_id(given: Any) -> str:
+    """What ``token_revoke`` says of a malformed id. It never repeats what was given: that may be a
+    whole token or part of one, pasted by mistake, and a message ends up in terminals and logs. A
+    token's id is public, so the id of what looks like a whole token is named."""
+    text = given.strip() if isinstance(given, str) else ""
+    head = text[len(PREFIX) + 1:len(PREFIX) + 13]
+    if text.startswith(f"{PREFIX}_") and _ID.fullmatch(head):
+        return (f"that is a token, not a token id: revoke it by its id, {head} (nothing was revoked, and nothing "
+                "else of what was given is repeated)")
+    return ("unknown token id: an id is 12 lowercase hex characters, as `token list` shows (what was given is "
+            "not repeated)")
 
 
 def _check_expires(days: Any) -> int | None:
