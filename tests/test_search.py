@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from conftest import SAMPLE, examples
 from workbench import Workbench
 from workbench.errors import NotFound, PermissionDenied, UserError
+from workbench.models import utcnow
 from workbench.retrieval.embedder import count_tokens
-from workbench.store.store import utcnow
 
 HIT_FIELDS = {"id", "version", "title", "score", "scores", "source", "updated_at", "text", "scope", "owner", "kind",
               "confidence", "superseded_by"}
