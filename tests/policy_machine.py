@@ -68,6 +68,7 @@ class Violation(AssertionError):
 
 class MachineBase(RuleBasedStateMachine):
     base: Path = Path("/tmp")
+    new_database = None  # a maker of fresh PostgreSQL databases (their URLs), or None: DuckDB files
 
     def __init__(self):
         super().__init__()
@@ -93,7 +94,7 @@ class MachineBase(RuleBasedStateMachine):
         self.names = [w.name for w in people]
         self.oracle = Oracle(dict(self.people))
         self.scopes = all_scopes(sessions)
-        self.root = fresh_workspace(self.base, people, STATS["examples"])
+        self.root = fresh_workspace(self.base, people, STATS["examples"], type(self).new_database)
         self.work = self.root.parent
         self.wb = Workbench.open(self.root)
         STATS["examples"] += 1

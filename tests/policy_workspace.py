@@ -202,15 +202,22 @@ def config_yaml(people: list[Who]) -> str:
 _TEMPLATE: dict[str, Path] = {}
 
 
-def fresh_workspace(base: Path, people: list[Who], n: int) -> Path:
+def fresh_workspace(base: Path, people: list[Who], n: int, new_database=None) -> Path:
     """A workspace with this example's workbench.yaml: a copy of one empty, initialised
-    database (so migrations run once per test run), opened with the new config."""
-    if "db" not in _TEMPLATE:
-        root = base / "template"
-        (base / "template.yaml").write_text(config_yaml(people), encoding="utf-8")
-        Workbench.init(root, config=base / "template.yaml").close()
-        _TEMPLATE["db"] = root / "workbench.duckdb"
+    database (so migrations run once per test run), opened with the new config. With
+    ``new_database`` (a maker of fresh, migrated PostgreSQL databases: their URLs) the yaml
+    names a new one instead."""
     root = base / f"ex{n}" / "ws"
+    if new_database is not None:
+        root.mkdir(parents=True)
+        (root / "workbench.yaml").write_text(config_yaml(people) + f"store: \"{new_database()}\"\n",
+                                             encoding="utf-8")
+        return root
+    if "db" not in _TEMPLATE:
+        template = base / "template"
+        (base / "template.yaml").write_text(config_yaml(people), encoding="utf-8")
+        Workbench.init(template, config=base / "template.yaml").close()
+        _TEMPLATE["db"] = template / "workbench.duckdb"
     root.mkdir(parents=True)
     shutil.copyfile(_TEMPLATE["db"], root / "workbench.duckdb")
     (root / "workbench.yaml").write_text(config_yaml(people), encoding="utf-8")

@@ -17,8 +17,7 @@ from referencing import Registry, Resource
 
 from conftest import CONFIG, ROOT, write_fragment
 from workbench import Workbench
-from workbench.models import Scope
-from workbench.store.store import utcnow
+from workbench.models import Scope, utcnow
 
 SET_SCOPE = "org=northwind,repo=payments-api"
 

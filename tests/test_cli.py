@@ -13,11 +13,12 @@ from conftest import CONFIG, fragment_text, write_fragment
 
 
 @pytest.fixture(params=["local", pytest.param("server", marks=pytest.mark.process)])
-def ws(request, tmp_path, cli):
+def ws(request, tmp_path, cli, backend_config):
     """The workspace the contract tests run on, twice: used by the CLI directly, and held by a
-    running `workbench server` (the same commands then go to the server: same output, same exit)."""
+    running `workbench server` (the same commands then go to the server: same output, same exit);
+    and each on both store backends (``backend_config``)."""
     root = tmp_path / "ws"
-    r = cli("init", "--config", str(CONFIG), workspace=root)
+    r = cli("init", "--config", str(backend_config), workspace=root)
     assert r.returncode == 0, r.stderr
     if request.param == "server":
         from server_support import server

@@ -29,6 +29,12 @@ WORDS = ["ledger", "retry", "payment", "deploy", "rollback", "kafka", "schema", 
 QUERIES = ["ledger retry", "deploy rollback kafka", "NWPAY-4091 payment", "schema owner pci ledger", "zzz"]
 
 
+def _snapshot_folder(root):
+    """Where the workspace at ``root`` keeps its index snapshot (next to its store, whichever it is)."""
+    with Workbench.open(root) as wb:
+        return snapshot.folder(wb.store.path)
+
+
 def _full(ids, texts):
     """A full rebuild over the current texts (a fresh vocabulary)."""
     return Bm25(texts, [f"{i}:{t}" for i, t in zip(ids, texts)], Vocabulary())
@@ -118,7 +124,7 @@ def test_a_fresh_process_loads_the_snapshot_instead_of_rebuilding(sample_workspa
     with Workbench.open(sample_workspace) as wb:
         wb.warm()
         expected = wb.search("customer charged twice on retry", principal="marco.bianchi", trace=False, now=NOW)
-    assert (snapshot.folder(sample_workspace / "workbench.duckdb") / "CURRENT").is_file()
+    assert (_snapshot_folder(sample_workspace) / "CURRENT").is_file()
     with Workbench.open(sample_workspace) as wb:
         pages = []
         real = wb.store.fragment_pages
@@ -152,7 +158,7 @@ def test_a_damaged_or_forged_snapshot_is_ignored(sample_workspace, damage):
     with Workbench.open(sample_workspace) as wb:
         wb.warm()
         expected = wb.search("roll back a bad deploy", principal="dan.kowalski", trace=False, now=NOW)
-    root = snapshot.folder(sample_workspace / "workbench.duckdb")
+    root = _snapshot_folder(sample_workspace)
     base = root / (root / "CURRENT").read_text()
     if damage == "truncated-vectors":
         data = (base / "vectors.npy").read_bytes()
@@ -211,11 +217,12 @@ def test_kill_9_while_saving_leaves_a_usable_workspace(sample_workspace, where):
         assert np.array_equal(index.lexical("bm25").scores("nwctl rollback", mask),
                               whole.scores("nwctl rollback", mask))
         assert got.hits[0].id == "nw-rb-deploy-rollback" and got.hits[0].fragment.version == 2
-    root = snapshot.folder(sample_workspace / "workbench.duckdb")
+    root = _snapshot_folder(sample_workspace)
     leftovers = [p.name for p in root.iterdir() if p.name.startswith("tmp-")]
     assert len(leftovers) <= 1 and os.listdir(root)
 
 
+@pytest.mark.duckdb_only("a read-only DuckDB file")
 def test_a_read_only_workspace_writes_no_snapshot(sample_workspace):
     db = sample_workspace / "workbench.duckdb"
     shutil.rmtree(snapshot.folder(db), ignore_errors=True)

@@ -207,6 +207,7 @@ def test_set_create_of_a_name_taken_only_where_the_actor_cannot_see_answers_like
             wb.set_show("ledger-core@org=northwind,repo=ledger", principal="hannah.lee")
 
 
+@pytest.mark.duckdb_only("DuckDB's migration files, applied to a DuckDB file")
 def test_migration_009_keeps_the_sets_made_before_it(tmp_path, monkeypatch):
     from workbench.store import migrations
 

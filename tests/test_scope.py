@@ -11,7 +11,7 @@ import itertools
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from conftest import CONFIG, examples
+from conftest import BACKENDS, config_for, examples
 from workbench import Workbench
 from workbench.errors import NotFound
 from workbench.models import Principal, Scope
@@ -32,8 +32,9 @@ def fid(scope: Scope) -> str:
     return "f-" + "-".join(v or "x" for v in scope.to_dict().values())
 
 
-@pytest.fixture(scope="module")
-def scoped(tmp_path_factory):
+@pytest.fixture(scope="module", params=BACKENDS)
+def scoped(request, tmp_path_factory):
+    """The same workspace on each store backend (the differential tests run on both)."""
     root = tmp_path_factory.mktemp("scope") / "ws"
     src = root.parent / "src"
     for scope in all_scopes():
@@ -42,7 +43,7 @@ def scoped(tmp_path_factory):
         (src / scope.org / f"{fid(scope)}.md").write_text(
             f"---\nid: {fid(scope)}\nkind: note\ntitle: note in {scope}\nscope: {{{', '.join(lines)}}}\n"
             f"owner: {OWNERS[scope.org]}\n---\n\nshared words about deploys in {scope}\n")
-    bench = Workbench.init(root, config=CONFIG)
+    bench = Workbench.init(root, config=config_for(request.param, request, root.parent / "config"))
     added = 0
     for org, owner in OWNERS.items():  # each org's owner writes their own org's fragments (sessions too)
         report = bench.ingest([src / org], actor=owner)

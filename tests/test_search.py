@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from conftest import SAMPLE, examples
 from workbench import Workbench
 from workbench.errors import NotFound, PermissionDenied, UserError
+from workbench.models import utcnow
 from workbench.retrieval.embedder import count_tokens
-from workbench.store.store import utcnow
 
 HIT_FIELDS = {"id", "version", "title", "score", "scores", "source", "updated_at", "text", "scope", "owner", "kind",
               "confidence", "superseded_by"}
@@ -64,9 +64,13 @@ def test_anti_patterns_go_to_avoid_never_to_hits(sample_wb):
     assert all(h.fragment.kind == "anti-pattern" for h in result.avoid)
 
 
-@pytest.mark.parametrize("pipeline,lexical,dense", [("bm25", "bm25", "numpy"), ("bm25", "duckdb-fts", "numpy"),
+FTS = pytest.mark.duckdb_only("the duckdb-fts lexical backend")
+
+
+@pytest.mark.parametrize("pipeline,lexical,dense", [("bm25", "bm25", "numpy"),
+                                                    pytest.param("bm25", "duckdb-fts", "numpy", marks=FTS),
                                                     ("dense", "bm25", "numpy"), ("dense", "bm25s", "duckdb"),
-                                                    ("hybrid", "duckdb-fts", "duckdb")])
+                                                    pytest.param("hybrid", "duckdb-fts", "duckdb", marks=FTS)])
 def test_every_backend_finds_the_obvious_answer(sample_wb, pipeline, lexical, dense):
     result = sample_wb.search("double-entry ledger journal postings must balance", principal="sofia.okafor",
                               pipeline=pipeline, lexical=lexical, dense=dense, trace=False)

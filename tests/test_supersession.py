@@ -83,8 +83,8 @@ def test_without_demotion_the_old_fragment_would_win_its_own_title(sample_wb):
     fragment matches its own title better (so the test above is not trivially true)."""
     from dataclasses import replace
 
+    from workbench.models import utcnow
     from workbench.retrieval.pipeline import rank
-    from workbench.store.store import utcnow
 
     index = sample_wb.search_index()
     wins = 0

@@ -12,6 +12,7 @@ import stat
 from datetime import datetime, timedelta
 
 import duckdb
+import pg_support
 import pytest
 
 from conftest import CONFIG, write_fragment
@@ -27,11 +28,8 @@ def assert_exit_2(r, text):
 
 
 def rows(workspace, sql):
-    con = duckdb.connect(str(workspace / "workbench.duckdb"), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
+    """What the workspace's database holds (DuckDB or PostgreSQL)."""
+    return pg_support.workspace_rows(workspace, sql)
 
 
 # -- the CLI round trip ------------------------------------------------------------------------
@@ -119,7 +117,7 @@ def test_the_raw_token_is_never_stored(workspace, cli):
     stored = rows(workspace, "SELECT id, token_hash FROM tokens ORDER BY created_at, id")
     assert stored == [(m["id"], hashlib.sha256(m["token"].encode()).hexdigest()) for m in made]
     # no column of any table holds a token or its secret part
-    tables = [t for (t,) in rows(workspace, "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'")]
+    tables = [t for (t,) in rows(workspace, pg_support.TABLES)]
     assert "tokens" in tables and "events" in tables
     for table in tables:
         for row in rows(workspace, f'SELECT * FROM "{table}"'):
@@ -335,6 +333,7 @@ def test_admin_principals_in_the_config(tmp_path):
 # -- migration 008 -----------------------------------------------------------------------------
 
 
+@pytest.mark.duckdb_only("DuckDB's migration files and a read-only database file")
 def test_migration_applies_to_a_workspace_made_before_it(tmp_path, monkeypatch):
     from workbench.store import migrations
 

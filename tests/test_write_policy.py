@@ -60,6 +60,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import BACKENDS
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 from policy_exchange_ops import ExchangeOps
@@ -95,8 +96,9 @@ def _write_stats(elapsed: float, examples: int, steps: int) -> None:
     Path(target).write_text(json.dumps(out, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
-def _run_machine(base: Path, examples: int, steps: int) -> None:
+def _run_machine(base: Path, examples: int, steps: int, new_database=None) -> None:
     WritePolicyMachine.base = base
+    WritePolicyMachine.new_database = staticmethod(new_database) if new_database else None
     reset_stats()
     started = time.monotonic()
     try:
@@ -113,9 +115,24 @@ def _run_machine(base: Path, examples: int, steps: int) -> None:
     assert STATS["by_kind"]["agent"]["refused"] > 0
 
 
-def test_writes_against_the_oracle_quick(tmp_path):
-    """A short run for the default suite (a few hundred operations)."""
-    _run_machine(tmp_path, examples=6, steps=50)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_writes_against_the_oracle_quick(tmp_path, backend, request):
+    """A short run for the default suite (a few hundred operations), on each store backend (on
+    PostgreSQL, a fresh database per example)."""
+    if backend == "duckdb":
+        _run_machine(tmp_path, examples=6, steps=50)
+        return
+    import pg_support
+
+    admin = request.getfixturevalue("pg_admin")
+    made: list[str] = []
+    try:
+        _run_machine(tmp_path, examples=6, steps=50,
+                     new_database=lambda: made.append(pg_support.fresh_database(admin)) or made[-1])
+    finally:
+        for url in made:
+            pg_support.drop_database(admin, url)
+    assert made  # the examples ran on PostgreSQL
 
 
 @pytest.mark.slow
