@@ -34,8 +34,10 @@ from .options import FLOAT, INT, command, workspace
 @click.option("--workers", type=INT, default=1, show_default=True, metavar="N",
               help="serve with N processes sharing the port (a workspace on PostgreSQL only: each is a replica "
                    "with its own index, following the others' writes); a dead one is restarted")
-@click.option("--worker-fd", type=INT, hidden=True)
-@click.option("--ready-fd", type=INT, hidden=True)
+@click.option("--worker-fd", type=INT, hidden=True,
+              help="(set by --workers) serve the listening socket inherited as this file descriptor")
+@click.option("--ready-fd", type=INT, hidden=True,
+              help="(set by --workers) write one byte here once listening")
 def server(host, port, allow_hosts, allow_origins, quiet, request_timeout, max_connections, workers, worker_fd,
            ready_fd):
     from ..errors import UserError
