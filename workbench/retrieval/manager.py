@@ -89,6 +89,14 @@ class IndexManager:
         from . import snapshot
 
         found = snapshot.load(self.store.path, model=self.embedder.name, chunker=CHUNKER_VERSION)
+        if found is None:  # none here: a replica elsewhere may have shared one through the store
+            shared = self.store.shared_snapshot()
+            if shared and snapshot.unpack(self.store.path, shared):
+                found = snapshot.load(self.store.path, model=self.embedder.name, chunker=CHUNKER_VERSION)
+        elif found.vectors is not None and not self.store.has_shared_snapshot():
+            packed = snapshot.pack(self.store.path)  # ours, for replicas that start where there is none
+            if packed:
+                self.store.share_snapshot(packed)
         if found is not None:
             self.vocabulary = Vocabulary(found.vocabulary)
             self._saved = (id(found.postings), found.vectors is not None)
@@ -113,6 +121,10 @@ class IndexManager:
                                   bm25.vocabulary.tokens(), bm25.base, index._vectors)
         if snapshot.save(self.store.path, found, model=self.embedder.name, chunker=CHUNKER_VERSION):
             self._saved = key
+            if found.vectors is not None:  # whole: worth sharing with replicas that start elsewhere
+                packed = snapshot.pack(self.store.path)
+                if packed:
+                    self.store.share_snapshot(packed)
             return True
         return False
 

@@ -123,6 +123,50 @@ def save(db_path: Path, snapshot: Snapshot, *, model: str, chunker: str) -> bool
         return False
 
 
+_FILES = ("meta.json", "docs.json", "vocab.json", *(f"{k}.npy" for k in POSTINGS), "vectors.npy")
+
+
+def pack(db_path: Path) -> dict[str, bytes] | None:
+    """The current snapshot's files (name -> bytes), to share with other processes of a workspace
+    whose store they share (replicas on other machines); None when there is none."""
+    root = folder(db_path)
+    try:
+        name = (root / "CURRENT").read_text().strip()
+        if not name.startswith("base-") or "/" in name:
+            return None
+        return {f: (root / name / f).read_bytes() for f in _FILES if (root / name / f).is_file()}
+    except OSError:
+        return None
+
+
+def unpack(db_path: Path, files: dict[str, bytes]) -> bool:
+    """Install files ``pack`` made (another process's snapshot) as this folder's current snapshot,
+    atomically; ``load`` then checks them as any other. False when they cannot be written."""
+    if not set(files) <= set(_FILES) or "meta.json" not in files:
+        return False
+    root = folder(db_path)
+    file_mode, folder_mode = _modes(db_path)
+    try:
+        root.mkdir(exist_ok=True)
+        os.chmod(root, folder_mode)
+        tmp = Path(tempfile.mkdtemp(prefix="tmp-", dir=root))
+        try:
+            os.chmod(tmp, folder_mode)
+            for name, data in files.items():
+                _write(tmp / name, data, file_mode)
+            serial = 1 + max((int(p.name[5:]) for p in root.glob("base-*") if p.name[5:].isdigit()), default=0)
+            final = root / f"base-{serial}"
+            os.rename(tmp, final)
+            _write(root / "CURRENT", final.name.encode(), file_mode)
+            _fsync_dir(root)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+        return True
+    except OSError:
+        return False
+
+
 def _modes(db_path: Path) -> tuple[int, int]:
     """(file mode, folder mode) for a snapshot: this user's, plus what the database grants others."""
     try:

@@ -171,6 +171,17 @@ class Store(CoreQueries, RetrievalQueries, FtsQueries, CurationQueries, ExportQu
             self._con = None
             clear_release_request(self.path)
 
+    def shared_snapshot(self) -> dict[str, bytes] | None:
+        """An index snapshot another process shared (replicas elsewhere): none here, the index
+        snapshot lives beside the file, where every process that can open it finds it."""
+        return None
+
+    def share_snapshot(self, files: dict[str, bytes]) -> bool:
+        return False
+
+    def has_shared_snapshot(self) -> bool:
+        return True  # nothing to share: see shared_snapshot
+
     def follow(self, on_change) -> None:
         """Nothing to follow: a DuckDB file is written by the one process holding it (replicas
         need a PostgreSQL workspace; see pg/follow.py)."""

@@ -26,7 +26,7 @@ from ..backup_format import Manifest, Writer
 from . import schema
 
 BACKEND = "postgresql"
-SKIPPED = (*common.DERIVED, "changes")
+SKIPPED = (*common.DERIVED, "changes", "index_snapshot_files")
 _PAGE = 5000
 
 
