@@ -20,10 +20,11 @@ _NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 _READ_COMPATIBLE = re.compile(r"^--\s*read-compatible:", re.MULTILINE)
 
 
-def available(folder: Path = MIGRATIONS_DIR) -> list[tuple[int, str, Path]]:
-    """(number, name, path) of every migration in ``folder`` (each backend has its own SQL, numbered alike)."""
+def available(folder: Path | None = None) -> list[tuple[int, str, Path]]:
+    """(number, name, path) of every migration in ``folder`` (each backend has its own SQL, numbered
+    alike); DuckDB's, ``MIGRATIONS_DIR`` as it is when called, by default."""
     found = []
-    for path in sorted(folder.glob("*.sql")):
+    for path in sorted((folder or MIGRATIONS_DIR).glob("*.sql")):
         match = _NAME.match(path.name)
         if match:
             found.append((int(match.group(1)), match.group(2), path))
