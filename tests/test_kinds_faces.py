@@ -218,16 +218,12 @@ class CliFace:
         return CoreFace(self.wb).admin(method, *args, **kwargs)
 
     def counts(self):
-        import duckdb
+        import pg_support
 
         self.close()
-        con = duckdb.connect(str(self.root / "workbench.duckdb"), read_only=True)
-        try:
-            return dict(zip(("fragments", "versions", "events"), con.execute(
-                "SELECT (SELECT count(*) FROM fragments), (SELECT count(*) FROM fragment_versions), "
-                "(SELECT count(*) FROM events)").fetchone()))
-        finally:
-            con.close()
+        (row,) = pg_support.workspace_rows(self.root, "SELECT (SELECT count(*) FROM fragments), (SELECT count(*) "
+                                                      "FROM fragment_versions), (SELECT count(*) FROM events)")
+        return dict(zip(("fragments", "versions", "events"), row))
 
     def close(self):
         if self.wb is not None:

@@ -186,6 +186,7 @@ def test_the_relay_speaks_mcp_through_the_server_as_the_principal(team, tmp_path
         time.sleep(0.1)
 
 
+@pytest.mark.duckdb_only("tells a process that opened the database by DuckDB's library in its memory")
 def test_the_relay_loads_no_model_no_index_and_no_database(team, tmp_path):
     running, _ = team
     wire = Stdio(running.root, AGENT, tmp_path / "relay.log")
@@ -262,6 +263,7 @@ def test_the_relay_outlives_a_server_restart(sample_workspace, tmp_path):
     assert "Traceback" not in owner.stderr() + fixed.stderr()
 
 
+@pytest.mark.duckdb_only("tells a process that opened the database by DuckDB's library in its memory")
 def test_without_a_running_server_mcp_is_the_stdio_server(sample_workspace, tmp_path):
     stop_server(start_server(sample_workspace), signal.SIGKILL)
     assert (sample_workspace / "server.json").exists()  # an advert whose process is gone

@@ -103,7 +103,8 @@ def _workspace(root: Path, hostile: bool, vectors: dict | None) -> Path:
             shared = [h for h in dict.fromkeys(index.hashes) if h in vectors]
             wb.store.put_embeddings(wb.embedder.name, shared, np.stack([vectors[h] for h in shared]))
         wb.warm()
-        wb.warm(lexical="duckdb-fts")
+        if wb.store.persisted_fts:  # (DuckDB's own full-text index: not on PostgreSQL)
+            wb.warm(lexical="duckdb-fts")
     return ws
 
 
@@ -135,6 +136,8 @@ def _observe(ws: Path) -> dict:
         for who in PRINCIPALS:
             for q in QUERIES:
                 for kw in SEARCHES:
+                    if kw.get("lexical") == "duckdb-fts" and not wb.store.persisted_fts:
+                        continue
                     r = wb.search(q, principal=who, k=10, now=NOW, trace=False, **kw)
                     seen[(who, q, tuple(sorted(kw.items())))] = (_hits(r.hits), _hits(r.avoid))
                 c = wb.context(q, principal=who, budget=1500, now=NOW)
@@ -227,6 +230,7 @@ def test_masked_bm25_equals_bm25s_over_the_visible_documents():
 
 # -- DuckDB FTS ------------------------------------------------------------------------------
 
+FTS_ONLY = pytest.mark.duckdb_only("the duckdb-fts lexical backend")
 FTS_QUERIES = ["pgbouncer connection pool exhausted", "NWPAY-4091 idempotency key", "the rollback of a deploy deploy",
                "kafka consumer lag", "zzzz qqqq"]
 
@@ -243,6 +247,7 @@ def fts_wb(sample_workspace_template, tmp_path_factory):
         yield wb
 
 
+@FTS_ONLY
 def test_fts_scores_equal_match_bm25_when_everything_is_visible(fts_wb):
     index = fts_wb.search_index()
     fts = index.lexical("duckdb-fts")
@@ -257,6 +262,7 @@ def test_fts_scores_equal_match_bm25_when_everything_is_visible(fts_wb):
         assert bool(rows) == (query != FTS_QUERIES[-1])
 
 
+@FTS_ONLY
 def test_fts_over_a_mask_equals_fts_over_only_the_visible_documents(fts_wb, tmp_path):
     from workbench.store import Store
 
@@ -279,6 +285,7 @@ def test_fts_over_a_mask_equals_fts_over_only_the_visible_documents(fts_wb, tmp_
         alone.close()
 
 
+@FTS_ONLY
 def test_fts_binds_query_text_and_never_splices_it(fts_wb):
     fts = fts_wb.search_index().lexical("duckdb-fts")
     hostile = "pool'); DROP TABLE fragments; --"

@@ -41,7 +41,7 @@ def test_the_switch_puts_every_workspace_on_postgresql(switched, tmp_path):
     with Workbench.open(copy) as wb:
         assert [f.id for f in wb.list(principal="marco.bianchi")] == ["nw-one"]
         wb.edit("nw-one", "Changed in the copy.", reason="r", actor="marco.bianchi")
-    with Workbench.open(root) as wb, Workbench.open(copy) as other:
+    with Workbench.open(root) as wb, Workbench.open(copy):
         assert wb.get("nw-one", principal="marco.bianchi").version == 1
         shutil.copytree(copy, tmp_path / "copy-of-open")  # the original is open: copied table by table
     with Workbench.open(tmp_path / "copy-of-open") as wb:

@@ -28,6 +28,7 @@ def umask_022():
         os.umask(old)
 
 
+@pytest.mark.duckdb_only("the modes of DuckDB's files")
 def test_init_and_every_later_file_are_private(tmp_path, umask_022):
     root = tmp_path / "ws"
     with Workbench.init(root, config=CONFIG) as wb:
@@ -45,6 +46,7 @@ def test_init_and_every_later_file_are_private(tmp_path, umask_022):
     assert {mode(p) for p in index.rglob("*") if p.is_dir()} == {0o700}
 
 
+@pytest.mark.duckdb_only("the modes of DuckDB's files")
 def test_an_older_workspace_is_narrowed_on_a_writable_open_only(tmp_path, umask_022):
     root = tmp_path / "ws"
     Workbench.init(root, config=CONFIG).close()
@@ -61,6 +63,7 @@ def test_an_older_workspace_is_narrowed_on_a_writable_open_only(tmp_path, umask_
     assert mode(root) == 0o755  # the folder: its owner's choice, left alone
 
 
+@pytest.mark.duckdb_only("the modes of DuckDB's files")
 def test_init_in_an_existing_folder_leaves_its_mode(tmp_path, umask_022):
     root = tmp_path / "mine"
     root.mkdir(mode=0o750)

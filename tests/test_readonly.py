@@ -24,6 +24,8 @@ import pytest
 
 from conftest import CONFIG, WORKBENCH_BIN, run_cli, write_fragment
 
+pytestmark = pytest.mark.duckdb_only("read-only DuckDB files, folders and mounts")
+
 FRAGMENTS = {
     "ro-retry": {"title": "Retry tokens for payment creation",
                  "body": "Clients send an idempotency retry token with every charge, so a retried request "

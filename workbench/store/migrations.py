@@ -21,8 +21,8 @@ _READ_COMPATIBLE = re.compile(r"^--\s*read-compatible:", re.MULTILINE)
 
 
 def available(folder: Path | None = None) -> list[tuple[int, str, Path]]:
-    """(number, name, path) of every migration in ``folder`` (default: DuckDB's; each backend has
-    its own SQL, numbered alike)."""
+    """(number, name, path) of every migration in ``folder`` (each backend has its own SQL, numbered
+    alike); DuckDB's, ``MIGRATIONS_DIR`` as it is when called, by default."""
     found = []
     for path in sorted((folder or MIGRATIONS_DIR).glob("*.sql")):
         match = _NAME.match(path.name)
