@@ -10,6 +10,7 @@ import contextlib
 import os
 import secrets
 import signal
+import socket
 from pathlib import Path
 from typing import Callable
 
@@ -71,12 +72,15 @@ def serve(workspace: str | None, *, host: str, port: int, api, route_output: Cal
         app, _ = build_app(wb, api=api, owner_token=owner, log=log, allow=allow,
                            request_timeout=request_timeout)
         connections = _connection_cap(max_connections, log)
-        config = uvicorn.Config(app, host=host, port=port, fd=worker_fd, log_level="warning", access_log=False, lifespan="on",
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on",
                                 timeout_graceful_shutdown=GRACE_S, server_header=False,
                                 timeout_keep_alive=KEEP_ALIVE_S, ws="none", log_config=None,
                                 http=protocol_class(request_timeout=request_timeout, max_connections=connections))
         server = _Server(config)
-        asyncio.run(_run(server, root, host, owner, log, wb, ready_fd=ready_fd))
+        # a worker serves the supervisor's socket, made here with its real family (uvicorn's fd= makes
+        # it AF_UNIX, and asyncio then leaves Nagle on: 40 ms of delayed ACK on every answer)
+        inherited = [socket.socket(fileno=worker_fd)] if worker_fd is not None else None
+        asyncio.run(_run(server, root, host, owner, log, wb, ready_fd=ready_fd, sockets=inherited))
     finally:
         if worker_fd is None:
             remove_advert(root)
@@ -153,12 +157,13 @@ def _Server(config):
     return _server_class()(config)
 
 
-async def _run(server, root: Path, host: str, owner: str, log: Log, wb, *, ready_fd: int | None = None) -> None:
+async def _run(server, root: Path, host: str, owner: str, log: Log, wb, *, ready_fd: int | None = None,
+               sockets: list | None = None) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, server.handle_exit, sig, None)  # 1st: finish in-flight requests; 2nd: now
     loop.add_signal_handler(signal.SIGHUP, lambda: loop.run_in_executor(None, reload_config, wb, log))
-    task = asyncio.create_task(server.serve())
+    task = asyncio.create_task(server.serve(sockets=sockets))
     while not server.started:
         if task.done():
             await task  # failed to start (port in use): its error, and no advert
