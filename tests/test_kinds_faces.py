@@ -249,14 +249,14 @@ class ServerFace:
         self.running, self.tokens, self.route, self.name = running, tokens, route, route
 
     def _rpc(self, token, method, *args, **kwargs):
-        from workbench.server import codec
+        from workbench.remote import codec
 
         status, body, _ = self.running.call("POST", f"/api/v1/rpc/{method}", {
             "args": codec.encode(list(args)), "kwargs": codec.encode(kwargs)}, token=token)
         return status, body
 
     def admin(self, method, *args, **kwargs):
-        from workbench.server import codec
+        from workbench.remote import codec
 
         status, body = self._rpc(self.running.owner, method, *args, **kwargs) if method != "archive" and \
             method != "set_create" else self._cli_admin(method, *args, **kwargs)

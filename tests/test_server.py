@@ -389,7 +389,7 @@ def test_promtool_accepts_the_metrics(team):
 def test_workspace_wide_figures_are_for_admin_tokens(team):
     """/metrics answers 403 to a non-admin (the server's figures are everyone's: there is no
     "visible" version of a request rate); info counts what a non-admin sees, on every path."""
-    from workbench.server import codec
+    from workbench.remote import codec
 
     running, tokens = team
     for who in ("marco", "agent"):
@@ -416,7 +416,7 @@ def test_workspace_wide_figures_are_for_admin_tokens(team):
 def test_a_non_admin_cannot_search_untraced(team):
     """``trace=False`` (the TUI's own searches) is honoured for an admin only: anyone else's call is
     traced, so it counts in gaps and usage like any other."""
-    from workbench.server import codec
+    from workbench.remote import codec
 
     running, tokens = team
     for who, traced in (("marco", True), ("agent", True), ("admin", False)):
