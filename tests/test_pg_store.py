@@ -224,6 +224,9 @@ def test_the_sample_ranks_alike_on_both_backends(pg_url, tmp_path, sample_wb):
     config = pg_support.yaml_with_store(CONFIG, pg_url, tmp_path / "pg.yaml")
     golden = yaml.safe_load((SAMPLE / "golden.yaml").read_text())["queries"][:8]
     with Workbench.init(tmp_path / "ws", config=config) as wb:
+        from workbench.store.transfer import copy_embeddings
+
+        copy_embeddings(sample_wb.store, wb.store)  # the same vectors (bit for bit): no embedding here
         assert not wb.ingest([SAMPLE / "fragments"], actor="kb.sync").errors
         for q in golden:
             who = q.get("principal") or "priya.raman"

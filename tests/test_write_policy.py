@@ -136,6 +136,7 @@ def test_writes_against_the_oracle_quick(tmp_path, backend, request):
 
 
 @pytest.mark.slow
+@pytest.mark.deep  # the long variant of the quick run above: `make test-deep` (CI runs it after `make test`)
 def test_every_write_against_the_oracle(tmp_path):
     """The full run: a few thousand operations (sized by WORKBENCH_POLICY_EXAMPLES / _STEPS)."""
     _run_machine(tmp_path, examples=EXAMPLES, steps=STEPS)
