@@ -220,17 +220,23 @@ def test_supersessions_api_is_per_principal_and_deterministic(sample_workspace, 
 def test_tui_fragment_screen_shows_the_superseded_state(sample_workspace):
     import asyncio
 
-    from tui_support import AppUnderTest
+    from tui_support import AppUnderTest, until
+
+    def loaded(app, fid):
+        return lambda: getattr(app.screen, "fragment", None) is not None and app.screen.fragment.id == fid \
+            and app.pending == 0
 
     async def run():
         with Workbench.open(sample_workspace) as wb:
             app = AppUnderTest(wb, principal="marco.bianchi", now=NOW, load_model=False)
             async with app.run_test(size=(160, 44)) as pilot:
                 app.open_fragment("nw-adr-0003-client-retry-tokens")
+                await until(pilot, loaded(app, "nw-adr-0003-client-retry-tokens"))
                 await pilot.pause()
                 meta = str(app.screen.query_one("#meta").render())
                 assert "superseded by nw-adr-0007-idempotency-keys@v1" in meta
                 app.open_fragment("nw-adr-0007-idempotency-keys")
+                await until(pilot, loaded(app, "nw-adr-0007-idempotency-keys"))
                 await pilot.pause()
                 assert "superseded by" not in str(app.screen.query_one("#meta").render())
 

@@ -310,7 +310,8 @@ async def test_the_cli_can_write_while_the_tui_is_open(wb, sample_workspace, tmp
                                     env={"WORKBENCH_LOCK_TIMEOUT": "10"})
         assert r.returncode == 0, r.stderr
         app.open_fragment("nw-rb-psp-failover")
-        await pilot.pause()
+        # the fragment screen loads off the UI thread: wait for it, however busy the machine
+        await until(pilot, lambda: getattr(app.screen, "fragment", None) is not None and app.pending == 0)
         assert app.screen.fragment.version == 2 and "from the CLI" in app.screen.fragment.body
 
 
