@@ -199,12 +199,12 @@ async def test_the_workspace_is_kept_while_in_use_and_let_go_when_another_proces
         assert wb.store._con is not None
         body = tmp_path / "body.md"
         body.write_text("Edited from the CLI while the TUI was open.\n")
-        t = time.perf_counter()
+        # the CLI gives up after 10 s without the lock: it succeeds only if the app let go when asked
+        # (no wall-clock assertion: a cold CLI on a loaded machine takes seconds of its own)
         r = await asyncio.to_thread(run_cli_process, "edit", "nw-rb-psp-failover", "--file", str(body),
                                     "--reason", "cli", "--as", "marco.bianchi", workspace=sample_workspace,
                                     env={"WORKBENCH_LOCK_TIMEOUT": "10"})
         assert r.returncode == 0, r.stderr
-        assert time.perf_counter() - t < 8
         assert not (sample_workspace / "workbench.duckdb.release-request").exists()
         app.open_fragment("nw-rb-psp-failover")
         await until(pilot, lambda: getattr(app.screen, "fragment", None) is not None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 
 import pytest
-from tui_support import SIZES, app_for, settle
+from tui_support import SIZES, app_for, settle, until
 
 from workbench import Workbench
 
@@ -30,6 +30,8 @@ def opened(fid, *keys):
     async def run_before(pilot):
         await settle(pilot)
         pilot.app.open_fragment(fid)
+        # the screen loads its fragment off the UI thread: wait for it, not only for the jobs counted so far
+        await until(pilot, lambda: getattr(pilot.app.screen, "fragment", None) is not None)
         await settle(pilot)
         for key in keys:
             await pilot.press(key)

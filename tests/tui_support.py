@@ -45,7 +45,10 @@ async def until(pilot, condition, timeout=60.0) -> None:
 async def settle(pilot, timeout=60.0) -> None:
     """Wait until every job submitted to the app has been delivered, then let the UI repaint."""
     await pilot.pause()
-    await until(pilot, lambda: pilot.app.pending == 0, timeout)
+    # a screen that loads its fragment off the UI thread submits the load when it mounts, which a loaded
+    # machine may not have done yet when the count of jobs is first read: wait for the fragment too
+    await until(pilot, lambda: pilot.app.pending == 0 and getattr(pilot.app.screen, "fragment", True) is not None,
+                timeout)
     await pilot.wait_for_scheduled_animations()
     await pilot.pause(0.05)  # widgets that mount their content in steps (Markdown) finish on a loaded machine
     for widget in pilot.app.screen.query("Input, TextArea"):
