@@ -42,6 +42,7 @@ def test_onnx_agrees_with_torch_on_every_golden_query(both):
     assert float(onnx.encode_query(queries[0]) @ onnx.encode_query(queries[1])) < 0.99
 
 
+@pytest.mark.deep   # make test compares both backends on every golden query (the test below)
 def test_onnx_agrees_with_torch_on_every_sample_fragment_batched_and_alone(both, sample_wb):
     onnx, torch = both
     index = sample_wb.index.current()

@@ -369,10 +369,15 @@ def check_face(face, n0: str, files_for=None) -> list[str]:
     return problems
 
 
-def test_every_write_by_every_kind_in_the_core_and_the_cli(roots, tmp_path):
+def test_every_write_by_every_kind_in_the_core(roots, tmp_path):
     with Workbench.open(roots["core"]) as wb:
         problems = check_face(CoreFace(wb), "core", lambda who, n: make_files(tmp_path / "core" / n, who, n))
-    problems += check_face(CliFace(roots["cli"]), "cli", lambda who, n: make_files(tmp_path / "cli" / n, who, n))
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.deep   # make test runs the same commands through the server's CLI route (below)
+def test_every_write_by_every_kind_in_the_local_cli(roots, tmp_path):
+    problems = check_face(CliFace(roots["cli"]), "cli", lambda who, n: make_files(tmp_path / "cli" / n, who, n))
     assert not problems, "\n".join(problems)
 
 
