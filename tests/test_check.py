@@ -109,8 +109,8 @@ def test_check_passes_after_update_baseline_then_an_edit_that_breaks_an_answer_f
     assert r.returncode == 1, r.stdout + r.stderr
     lines = r.stdout.splitlines()
     line = next(x for x in lines if x.startswith("REGRESSION nw-q003 "))
-    assert "main acquirer is down" in line and f"lost {BROKEN} (#" in line and f"owner {OWNER})" in line
-    assert "recall@10 1.00 → 0.00" in line
+    assert "main acquirer is down" in line and f"rewritten {BROKEN} (about " in line and f"owner {OWNER})" in line
+    assert "recall@10 1.00 → 0.00" in line and "a relevant fragment rewritten" in line
     assert lines[-1].startswith("check FAILED: 2 regressions in 154 queries compared")
     print("\n".join(lines))  # the closing note's failing run
 
@@ -118,7 +118,8 @@ def test_check_passes_after_update_baseline_then_an_edit_that_breaks_an_answer_f
     assert data["passed"] is False and data["compared"] == 154
     regression = next(g for g in data["regressions"] if g["id"] == "nw-q003")
     lost = next(m for m in regression["moved"] if m["id"] == BROKEN)
-    assert lost["owner"] == OWNER and lost["change"] == "lost" and lost["before"] <= 3
+    assert lost["owner"] == OWNER and lost["change"] == "rewritten" and lost["before"] <= 3
+    assert "% of its text at the baseline remains" in lost["detail"]
     assert (lost["after"] or 101) > 10 and regression["recall@10"] == {"before": 1.0, "after": 0.0}
     entered = [m for m in regression["moved"] if m["change"] == "entered"]
     assert entered and all(m["after"] <= 3 and m["owner"] for m in entered)
@@ -171,7 +172,7 @@ def test_bad_baselines_and_golden_sets_are_one_line_errors(sample_workspace, cli
                            ("[1, 2, 3]", "JSON of another kind"),
                            ('{"dependencies": {}}', "JSON of another kind"),
                            (good.replace('"recall@10": 1.0', '"recall@10": "high"', 1), "recall@10"),
-                           (good.replace('"version": 1', '"version": 99', 1), "version 99"),
+                           (good.replace('"version": 2', '"version": 99', 1), "version 99"),
                            ("\udcff", "not JSON")):
         baseline.write_bytes(text.encode("utf-8", "surrogateescape"))
         error = _one_line_error(cli("check", workspace=ws))
@@ -243,7 +244,7 @@ def test_the_baseline_is_replaced_atomically(tmp_path, monkeypatch):
     import os
 
     from workbench.errors import UserError
-    from workbench.retrieval import regressions
+    from workbench.retrieval import baseline as regressions
 
     path = tmp_path / "b.json"
     regressions.write_baseline(path, {"n": 1})
