@@ -14,7 +14,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import BACKENDS, ROOT, config_for, run_cli
 
 TEAM = ROOT / "tests" / "data" / "team_kb"
@@ -149,7 +148,7 @@ def test_a_gutted_runbook_a_rewritten_policy_and_an_adr_pushed_to_3_fail_the_che
 
     text = _check(team["gutted"], team["baseline"]).stdout
     line = next(x for x in text.splitlines() if x.startswith("REGRESSION q-restore "))
-    assert f"rewritten rc-rb-restore-backup (about " in line and f"#1 → #1, owner {OWNER})" in line
+    assert "rewritten rc-rb-restore-backup (about " in line and f"#1 → #1, owner {OWNER})" in line
     assert text.splitlines()[-1].startswith("check FAILED: 3 regressions in 7 queries")
 
 
@@ -206,8 +205,8 @@ def test_golden_assertions_hold_then_fail_and_no_baseline_accepts_them(team, tmp
 
     r = _check(team["gutted"], baseline, "--json", golden=golden)
     found = _regressions(r)
-    assert found["q-restore"]["failed"] == ['must_contain: the served context lacks "rc-restore get", '
-                                            '"staging folder"']
+    lacks = 'must_contain: the served context lacks "rc-restore get", "staging folder"'
+    assert found["q-restore"]["failed"] == [lacks]
     assert found["q-pii"]["failed"] == ['must_contain: the served context lacks "pseudonymous ids"']
     assert any(m["id"] == "rc-pol-personal-data-logs" and m["owner"] == OWNER for m in found["q-pii"]["moved"])
     # accepting the gutted content as the new baseline does not make the assertions hold
