@@ -334,19 +334,22 @@ def test_the_ci_examples_parse_with_the_safe_loader_and_run_check():
     workflow = load((folder / "knowledge-ci.yml").read_text(), file="knowledge-ci.yml")
     triggers = workflow.get("on", workflow.get(True))  # YAML 1.1 reads the key `on` as true
     assert {"pull_request", "push"} <= set(triggers)
-    assert "fragments/**" in triggers["pull_request"]["paths"]
+    # no `paths:` filter: the script asks git what changed, deletions and renames included
+    assert not any("paths" in (v or {}) for v in triggers.values())
     steps = workflow["jobs"]["check"]["steps"]
+    assert steps[0]["with"]["fetch-depth"] == 0
     runs = "\n".join(step.get("run", "") for step in steps)
-    assert "pip install" in runs and "workbench ingest fragments" in runs
-    check_step = next(step for step in steps if "workbench check" in step.get("run", ""))
+    assert "pip install" in runs and "kb.sync" not in (folder / "knowledge-ci.yml").read_text()
+    check_step = next(step for step in steps if "workbench-check.sh" in step.get("run", ""))
     assert check_step.get("shell") == "bash" and "continue-on-error" not in check_step  # pipefail: exit 1 fails
+    assert "--changed" in check_step["run"]
 
     hooks = load((folder / ".pre-commit-config.yaml").read_text(), file=".pre-commit-config.yaml")
     hook = hooks["repos"][0]["hooks"][0]
     assert hooks["repos"][0]["repo"] == "local" and hook["language"] == "system"
-    assert "workbench --workspace" in hook["entry"] and " check " in hook["entry"]
-    assert hook["pass_filenames"] is False
-    pattern = re.compile(hook["files"])
-    assert pattern.search("fragments/northwind/payments-api/nw-rb-psp-failover.md")
-    assert pattern.search("golden.yaml") and not pattern.search("src/app.py")
+    assert hook["entry"] == "bash ci/workbench-check.sh --staged" and hook["always_run"] is True
+    assert hook["pass_filenames"] is False and "files" not in hook
+    script = (folder / "workbench-check.sh").read_text()
+    assert "workbench --workspace" in script and " check --golden" in script and "--no-renames" in script
+    assert "kb.sync" not in script and "KB_PRINCIPAL" in script
     assert (folder / "README.md").is_file()

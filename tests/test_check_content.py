@@ -260,3 +260,59 @@ def test_a_baseline_of_format_1_is_still_read_and_says_what_it_cannot_check(team
     r = _check(team["removed"], old)
     assert r.returncode == 1, r.stderr   # the deletion still drops recall
     assert "note: the baseline is of format 1" in r.stdout and "REGRESSION q-lunch" not in r.stdout
+
+
+# -- the CI examples, in a real git repository --------------------------------------------------------
+
+EXAMPLES = ROOT / "examples" / "ci"
+
+
+@pytest.mark.process
+def test_the_pre_commit_example_checks_deletions_and_renames_and_names_what_was_deleted(team, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    _above_the_store(team)
+    bin_dir = Path(sys.executable).parent
+    if not (bin_dir / "pre-commit").exists() or shutil.which("git") is None:
+        pytest.skip("needs git and pre-commit (pip install -e '.[test]')")
+    repo = tmp_path / "kb"
+    shutil.copytree(TEAM, repo)
+    shutil.copy(team["baseline"], repo / "golden.baseline.json")
+    shutil.copy(EXAMPLES / ".pre-commit-config.yaml", repo / ".pre-commit-config.yaml")
+    (repo / "ci").mkdir()
+    shutil.copy(EXAMPLES / "workbench-check.sh", repo / "ci" / "workbench-check.sh")
+    env = {k: v for k, v in os.environ.items() if k not in ("KB_PRINCIPAL", "WORKBENCH_PRINCIPAL")}
+    env.update(PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", HOME=str(tmp_path / "home"),
+               PRE_COMMIT_HOME=str(tmp_path / "pre-commit"), GIT_AUTHOR_NAME="Ana", GIT_AUTHOR_EMAIL="ana@rc.example",
+               GIT_COMMITTER_NAME="Ana", GIT_COMMITTER_EMAIL="ana@rc.example", GIT_CONFIG_NOSYSTEM="1")
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(args, cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+
+    assert run("git", "init", "-q", "-b", "main").returncode == 0
+    assert run("git", "add", "-A").returncode == 0
+    assert run("git", "commit", "-q", "-m", "the team's knowledge base").returncode == 0
+    assert run(str(bin_dir / "pre-commit"), "install").returncode == 0
+
+    (repo / "notes.txt").write_text("not knowledge\n")
+    run("git", "add", "notes.txt")
+    r = run("git", "commit", "-m", "notes")
+    assert r.returncode == 0 and "no knowledge file changed" in r.stdout + r.stderr, r.stdout + r.stderr
+
+    # a commit that only deletes a fragment file is checked (pre-commit's file filter never saw it),
+    # as the config's default principal (ci.bot, every org): the deleted fragment is named
+    assert run("git", "rm", "-q", "fragments/rc/rc-rb-restore-backup.md").returncode == 0
+    r = run("git", "commit", "-m", "drop the restore runbook")
+    out = r.stdout + r.stderr
+    assert r.returncode != 0 and "REGRESSION q-restore " in out, out
+    assert f"deleted rc-rb-restore-backup (was #1, owner {OWNER})" in out and "you may not see" not in out
+    assert run("git", "reset", "-q", "--hard", "HEAD").returncode == 0
+
+    # a rename out of fragments/ is a deletion from the knowledge base
+    (repo / "attic").mkdir()
+    assert run("git", "mv", "fragments/rc/rc-rb-gpu-drain.md", "attic/rc-rb-gpu-drain.md").returncode == 0
+    r = run("git", "commit", "-m", "move the GPU runbook away")
+    out = r.stdout + r.stderr
+    assert r.returncode != 0 and f"deleted rc-rb-gpu-drain (was #1, owner {OWNER})" in out, out
