@@ -300,6 +300,8 @@ def test_the_pre_commit_example_checks_deletions_and_renames_and_names_what_was_
     run("git", "add", "notes.txt")
     r = run("git", "commit", "-m", "notes")
     assert r.returncode == 0 and "no knowledge file changed" in r.stdout + r.stderr, r.stdout + r.stderr
+    r = run("bash", "ci/workbench-check.sh", "--changed", "HEAD~1")   # as the CI workflow asks
+    assert r.returncode == 0 and "no knowledge file changed since HEAD~1" in r.stdout, r.stdout + r.stderr
 
     # a commit that only deletes a fragment file is checked (pre-commit's file filter never saw it),
     # as the config's default principal (ci.bot, every org): the deleted fragment is named
