@@ -318,3 +318,20 @@ def test_the_pre_commit_example_checks_deletions_and_renames_and_names_what_was_
     r = run("git", "commit", "-m", "move the GPU runbook away")
     out = r.stdout + r.stderr
     assert r.returncode != 0 and f"deleted rc-rb-gpu-drain (was #1, owner {OWNER})" in out, out
+
+
+def test_the_body_sketch_tells_an_edit_from_a_rewrite():
+    from workbench.rank.retention import SKETCH, is_sketch, retained, sketch
+
+    body = (TEAM / "fragments" / "rc" / "rc-rb-restore-backup.md").read_text().split("---\n", 2)[2]
+    s = sketch(body)
+    assert is_sketch(s) and len(s) == 8 * SKETCH and not is_sketch(s + "zz")
+    assert retained(s, body) == 1.0
+    assert retained(s, body + "\nAlso: restores of home directories go through the portal.\n") == 1.0  # grown
+    assert retained(s, body.replace("90 days", "120 days").replace("ticket", "request")) >= 0.8  # edited
+    assert retained(s, "Ask in #platform.") == 0.0                                                # gutted
+    assert retained(s, "Log levels: use DEBUG while developing and INFO in production.") == 0.0   # rewritten
+    half = body[: len(body) // 2]
+    assert 0.2 <= retained(s, half) <= 0.8                                                          # cut in half
+    assert retained(sketch("Ask in #platform."), "Ask in #platform, or page the on-call.") == 1.0  # short: exact
+    assert sketch("") == "" and retained("", "anything") == 1.0
