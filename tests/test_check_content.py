@@ -53,8 +53,12 @@ def gut(src: Path) -> None:
 
 
 def remove(src: Path) -> None:
-    """A fragment file deleted, one archived, and an answer to a question the corpus did not answer."""
+    """A fragment file deleted, one archived, one moved to another org, and an answer to a question
+    the corpus did not answer."""
     _file(src, "rc-rb-restore-backup").unlink()
+    scratch = _file(src, "rc-pol-scratch-retention")
+    scratch.write_text(scratch.read_text().replace("scope: {org: rc}", "scope: {org: lib}", 1)
+                       .replace(f"owner: {OWNER}", "owner: ben.okoro", 1))
     drain = _file(src, "rc-rb-gpu-drain")
     drain.write_text(drain.read_text().replace("tags:", "status: archived\ntags:", 1))
     _note(src, "rc-note-cafeteria", "Cafeteria lunch menu",
@@ -155,7 +159,7 @@ def test_a_gutted_runbook_a_rewritten_policy_and_an_adr_pushed_to_3_fail_the_che
 def test_deleted_and_archived_answers_and_abstention_changes_fail_naming_what_the_reader_may_see(team):
     ws, baseline = team["removed"], team["baseline"]
     found = _regressions(_check(ws, baseline, "--json", "--as", "ci.bot"))
-    assert set(found) == {"q-restore", "q-gpu", "q-lunch"}, found
+    assert set(found) == {"q-restore", "q-gpu", "q-lunch", "q-scratch"}, found
     restore = found["q-restore"]
     assert "a relevant fragment deleted" in restore["reasons"]
     assert any(r.startswith("started abstaining") for r in restore["reasons"])
@@ -165,6 +169,9 @@ def test_deleted_and_archived_answers_and_abstention_changes_fail_naming_what_th
     gpu = found["q-gpu"]
     assert "a relevant fragment archived" in gpu["reasons"]
     assert any(m["id"] == "rc-rb-gpu-drain" and m["change"] == "archived" for m in gpu["moved"])
+    scratch = found["q-scratch"]
+    assert f"a relevant fragment no longer visible to {OWNER}" in scratch["reasons"]
+    assert any(m["id"] == "rc-pol-scratch-retention" and m["change"] == "out of scope" for m in scratch["moved"])
     lunch = found["q-lunch"]
     assert lunch["reasons"] == ["stopped abstaining: context serves a fragment"]
     assert ("rc-note-cafeteria", "served", OWNER) in [(m["id"], m["change"], m["owner"]) for m in lunch["moved"]]
@@ -182,8 +189,9 @@ def test_deleted_and_archived_answers_and_abstention_changes_fail_naming_what_th
     # the library's lead sees none of rc's queries: they are only counted, and the verdict is the same
     r = _check(ws, baseline, "--json", "--as", "ben.okoro")
     data = json.loads(r.stdout)
-    assert r.returncode == 1 and data["regressions"] == [] and data["hidden"]["regressions"] == 3
-    assert "rc-" not in r.stdout
+    assert r.returncode == 1 and data["regressions"] == [] and data["hidden"]["regressions"] == 4
+    assert not any(name in r.stdout for name in ("q-restore", "q-gpu", "q-lunch", "q-scratch", "rc-rb-restore-backup",
+                                                 "rc-rb-gpu-drain", "rc-note-cafeteria"))
 
 
 def test_golden_assertions_hold_then_fail_and_no_baseline_accepts_them(team, tmp_path):

@@ -6,7 +6,8 @@ each fragment that answers a golden query (a relevant one the baseline knew):
 
 - **deleted**: the fragment is gone (a fragment file removed from the repository);
 - **archived**: it is still stored, no longer served;
-- **out of scope**: the query's principal no longer sees it (its scope or owner changed);
+- **out of scope**: the query's principal saw it at the baseline (it ranked) and no longer does
+  (its scope or owner changed);
 - **rewritten**: less than ``RETAINED_MIN`` of its body at the baseline remains, or it shrank to
   less than ``SHRINK_MIN`` of its length in words (rank/retention.py estimates the share);
 - **not served**: context served it for the query at the baseline and no longer does;
@@ -68,7 +69,8 @@ def changes(old: Mapping[str, Any], new: Mapping[str, Any], before: Mapping[str,
             found.setdefault("deleted", []).append(Change(fid, "deleted", b, None))
         elif record["status"] != "active" and was["status"] == "active":
             found.setdefault("archived", []).append(Change(fid, "archived", b, a))
-        elif record["status"] == "active" and not now.visible_to(new["principal"], fid):
+        elif record["status"] == "active" and b is not None and not now.visible_to(new["principal"], fid):
+            # (ranked at the baseline, so the asker saw it then)
             found.setdefault("out of scope", []).append(Change(fid, "out of scope", b, a))
         elif was.get("sketch") is not None and record.get("body") is not None:
             share = retained(was["sketch"], record["body"])
