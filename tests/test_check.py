@@ -109,8 +109,8 @@ def test_check_passes_after_update_baseline_then_an_edit_that_breaks_an_answer_f
     assert r.returncode == 1, r.stdout + r.stderr
     lines = r.stdout.splitlines()
     line = next(x for x in lines if x.startswith("REGRESSION nw-q003 "))
-    assert "main acquirer is down" in line and f"lost {BROKEN} (#" in line and f"owner {OWNER})" in line
-    assert "recall@10 1.00 → 0.00" in line
+    assert "main acquirer is down" in line and f"rewritten {BROKEN} (about " in line and f"owner {OWNER})" in line
+    assert "recall@10 1.00 → 0.00" in line and "a relevant fragment rewritten" in line
     assert lines[-1].startswith("check FAILED: 2 regressions in 154 queries compared")
     print("\n".join(lines))  # the closing note's failing run
 
@@ -118,7 +118,8 @@ def test_check_passes_after_update_baseline_then_an_edit_that_breaks_an_answer_f
     assert data["passed"] is False and data["compared"] == 154
     regression = next(g for g in data["regressions"] if g["id"] == "nw-q003")
     lost = next(m for m in regression["moved"] if m["id"] == BROKEN)
-    assert lost["owner"] == OWNER and lost["change"] == "lost" and lost["before"] <= 3
+    assert lost["owner"] == OWNER and lost["change"] == "rewritten" and lost["before"] <= 3
+    assert "% of its text at the baseline remains" in lost["detail"]
     assert (lost["after"] or 101) > 10 and regression["recall@10"] == {"before": 1.0, "after": 0.0}
     entered = [m for m in regression["moved"] if m["change"] == "entered"]
     assert entered and all(m["after"] <= 3 and m["owner"] for m in entered)
@@ -171,7 +172,7 @@ def test_bad_baselines_and_golden_sets_are_one_line_errors(sample_workspace, cli
                            ("[1, 2, 3]", "JSON of another kind"),
                            ('{"dependencies": {}}', "JSON of another kind"),
                            (good.replace('"recall@10": 1.0', '"recall@10": "high"', 1), "recall@10"),
-                           (good.replace('"version": 1', '"version": 99', 1), "version 99"),
+                           (good.replace('"version": 2', '"version": 99', 1), "version 99"),
                            ("\udcff", "not JSON")):
         baseline.write_bytes(text.encode("utf-8", "surrogateescape"))
         error = _one_line_error(cli("check", workspace=ws))
@@ -243,7 +244,7 @@ def test_the_baseline_is_replaced_atomically(tmp_path, monkeypatch):
     import os
 
     from workbench.errors import UserError
-    from workbench.retrieval import regressions
+    from workbench.retrieval import baseline as regressions
 
     path = tmp_path / "b.json"
     regressions.write_baseline(path, {"n": 1})
@@ -333,19 +334,22 @@ def test_the_ci_examples_parse_with_the_safe_loader_and_run_check():
     workflow = load((folder / "knowledge-ci.yml").read_text(), file="knowledge-ci.yml")
     triggers = workflow.get("on", workflow.get(True))  # YAML 1.1 reads the key `on` as true
     assert {"pull_request", "push"} <= set(triggers)
-    assert "fragments/**" in triggers["pull_request"]["paths"]
+    # no `paths:` filter: the script asks git what changed, deletions and renames included
+    assert not any("paths" in (v or {}) for v in triggers.values())
     steps = workflow["jobs"]["check"]["steps"]
+    assert steps[0]["with"]["fetch-depth"] == 0
     runs = "\n".join(step.get("run", "") for step in steps)
-    assert "pip install" in runs and "workbench ingest fragments" in runs
-    check_step = next(step for step in steps if "workbench check" in step.get("run", ""))
+    assert "pip install" in runs and "kb.sync" not in (folder / "knowledge-ci.yml").read_text()
+    check_step = next(step for step in steps if "workbench-check.sh" in step.get("run", ""))
     assert check_step.get("shell") == "bash" and "continue-on-error" not in check_step  # pipefail: exit 1 fails
+    assert "--changed" in check_step["run"]
 
     hooks = load((folder / ".pre-commit-config.yaml").read_text(), file=".pre-commit-config.yaml")
     hook = hooks["repos"][0]["hooks"][0]
     assert hooks["repos"][0]["repo"] == "local" and hook["language"] == "system"
-    assert "workbench --workspace" in hook["entry"] and " check " in hook["entry"]
-    assert hook["pass_filenames"] is False
-    pattern = re.compile(hook["files"])
-    assert pattern.search("fragments/northwind/payments-api/nw-rb-psp-failover.md")
-    assert pattern.search("golden.yaml") and not pattern.search("src/app.py")
+    assert hook["entry"] == "bash ci/workbench-check.sh --staged" and hook["always_run"] is True
+    assert hook["pass_filenames"] is False and "files" not in hook
+    script = (folder / "workbench-check.sh").read_text()
+    assert "workbench --workspace" in script and " check --golden" in script and "--no-renames" in script
+    assert "kb.sync" not in script and "KB_PRINCIPAL" in script
     assert (folder / "README.md").is_file()

@@ -25,6 +25,7 @@ from ..errors import UserError
 from ..models import Content, Fragment, Principal, Scope
 from ..rank.calibration import DEFAULT_FLOOR
 from ..rank.metrics import summarise
+from . import golden_rules
 from .index import SearchIndex
 from .pipeline import Settings, hits_from, rank
 
@@ -68,6 +69,7 @@ def load_golden(path: str | Path) -> list[dict[str, Any]]:
             raise UserError(f"{path}: queries.{i}: relevant must be a list (empty for a negative query)")
         if q.get("type") == "negative" and q["relevant"]:
             raise UserError(f"{path}: queries.{i}: a negative query has no relevant fragments (relevant: [])")
+        golden_rules.validate(q, f"{path}: queries.{i}")
     return queries
 
 
@@ -78,8 +80,12 @@ def is_negative(q: dict[str, Any]) -> bool:
 
 def run_golden(index: SearchIndex, queries: list[dict[str, Any]], principal_of: Callable[[str], Principal],
                base: Settings, pipelines: Iterable[str], now: datetime,
-               floor: float = DEFAULT_FLOOR) -> dict[str, Any]:
+               floor: float = DEFAULT_FLOOR, keep_context: str | None = None) -> dict[str, Any]:
+    """Rank each golden query as its principal with each pipeline: ``{"metrics", "rankings"}``; with
+    ``keep_context`` (a pipeline's name), also ``"context"``: query id → (hits, avoid) as context
+    selects them for that pipeline (before the token budget)."""
     rankings: dict[str, dict[str, list[str]]] = {}
+    kept: dict[str, tuple[list, list]] = {}
     report: dict[str, Any] = {}
     pipelines = list(pipelines)
     # every pipeline needs the query vectors: a hit's confidence uses the dense cosine
@@ -98,6 +104,8 @@ def run_golden(index: SearchIndex, queries: list[dict[str, Any]], principal_of: 
             hits, avoid = hits_from(index, ranking, replace(settings, k=CONTEXT_K), for_context=True,
                                     min_confidence=floor)
             served = {h.id for h in [*hits, *avoid]}
+            if name == keep_context:
+                kept[q.get("id", str(i))] = (hits, avoid)
             if is_negative(q):
                 negatives += 1
                 abstained += not served
@@ -113,7 +121,7 @@ def run_golden(index: SearchIndex, queries: list[dict[str, Any]], principal_of: 
                         "abstention": round(abstained / negatives, 4) if negatives else None,
                         "negatives": negatives, "min_confidence": floor,
                         "by_scope": {s: summarise(r) for s, r in sorted(by_scope.items())}}
-    return {"metrics": report, "rankings": rankings}
+    return {"metrics": report, "rankings": rankings, **({"context": kept} if keep_context else {})}
 
 
 # -- BEIR --------------------------------------------------------------------------------

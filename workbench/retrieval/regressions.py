@@ -1,41 +1,39 @@
-"""Knowledge CI: the golden queries' rankings kept as a baseline file, and what changed since.
+"""Knowledge CI: what changed in the golden queries' answers since the baseline.
 
-A baseline holds, per golden query, its top-k ids, recall@10 and the rank of its first relevant
-hit (and of every relevant fragment, up to the ranking depth of 100), plus the overall metrics
-and the clock the queries were ranked at. ``compare`` reads two such snapshots and reports:
+``snapshot`` turns one run of the golden set into per-query entries (the baseline file holds the
+same entries: retrieval/baseline.py); ``compare`` reads two of them and reports:
 
-- a **regression**: a query whose recall@10 dropped, or whose first relevant hit was in the
-  top 3 and no longer is; with the fragments that moved (relevant ones lost or demoted, others
-  entering the top 3) and their owners;
+- a **regression**: a query whose answer got worse. By rank: fewer relevant fragments in the top
+  1, 3 or 10 than at the baseline (recall@10 dropped, or the first relevant hit fell from #1 to
+  #3, or out of the top 3); by content (retrieval/answers.py): a relevant fragment deleted,
+  archived, out of the asker's scope, rewritten into something else or no longer served, or the
+  query starting or stopping to abstain. Each names the fragments involved and their owners;
+- a **broken assertion**: a query whose own ``must_rank``, ``must_contain`` or ``expect`` fails
+  (retrieval/golden_rules.py), compared or not: it is a regression too, and it still fails a run
+  that writes the baseline;
 - a **warning**: any other query whose top 3 changed;
 - queries **new** since the baseline (added, or their text, principal or judgements changed:
   not compared) and queries **removed** from the golden set.
 
-What a caller may see is decided by the service and given here as two predicates: a query not
+What a caller may see is decided by the service and given here as predicates: a query not
 shown is only counted, a fragment not shown is only counted (or a ``None`` in a top-3 list), so
-nothing in a report names what its reader may not see. This module reads and writes the baseline
-file (atomically) and ranks nothing.
+nothing in a report names what its reader may not see. This module ranks nothing and reads no file.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import tempfile
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from ..errors import UserError
 from ..rank.metrics import recall_at
+from . import answers
 from .results import _md, _md_code, _table_md
 
-FORMAT = "workbench-check-baseline"
-VERSION = 1
-TOP = 3  # a first relevant hit must stay within the top 3
-UPDATE_HINT = "run `workbench check --update-baseline` first"
-MAX_BYTES = 64 * 1024 ** 2  # a baseline of 100,000 queries is about 40 MB
+TOP = 3               # a first relevant hit must stay within the top 3
+TIERS = (1, 3, 10)    # the relevant fragments within each of these tops may not become fewer
 
 
 # -- the per-query snapshot ------------------------------------------------------------------------
@@ -44,12 +42,14 @@ def query_id(q: Mapping[str, Any], i: int) -> str:
     return str(q.get("id", i))
 
 
-def snapshot(queries: Sequence[Mapping[str, Any]], rankings: Mapping[Any, Sequence[str]], k: int
-             ) -> list[dict[str, Any]]:
-    """One entry per golden query from its full ranking (``run_golden``'s, keyed as it keys them)."""
+def snapshot(queries: Sequence[Mapping[str, Any]], rankings: Mapping[Any, Sequence[str]], k: int,
+             served: Mapping[Any, Sequence[str]]) -> list[dict[str, Any]]:
+    """One entry per golden query from its full ranking and the ids context served for it (both
+    keyed as ``run_golden`` keys them). ``abstained``: context served nothing."""
     out = []
     for i, q in enumerate(queries):
-        ranked = list(rankings[q.get("id", str(i))])
+        key = q.get("id", str(i))
+        ranked = list(rankings[key])
         relevant = [str(r) for r in q["relevant"]]
         position = {fid: n for n, fid in enumerate(ranked, start=1)}
         ranks = {fid: position.get(fid) for fid in relevant}
@@ -57,7 +57,8 @@ def snapshot(queries: Sequence[Mapping[str, Any]], rankings: Mapping[Any, Sequen
         out.append({"id": query_id(q, i), "query": str(q["query"]), "principal": str(q["principal"]),
                     "relevant": relevant, "top": ranked[:k],
                     "recall@10": round(recall_at(ranked, dict.fromkeys(relevant, 1.0), 10), 4) if relevant else None,
-                    "first_relevant": min(found) if found else None, "relevant_ranks": ranks})
+                    "first_relevant": min(found) if found else None, "relevant_ranks": ranks,
+                    "abstained": not served[key], "served": list(served[key])})
     return out
 
 
@@ -71,139 +72,27 @@ def unique_ids(queries: Sequence[Mapping[str, Any]], golden: str) -> None:
         seen.add(qid)
 
 
-# -- the baseline file -------------------------------------------------------------------------------
-
-def baseline_data(entries: list[dict[str, Any]], metrics: dict[str, Any], *, golden: str, k: int,
-                  ranked_at: str, pipeline: str) -> dict[str, Any]:
-    return {"format": FORMAT, "version": VERSION, "golden": golden, "pipeline": pipeline, "k": k,
-            "ranked_at": ranked_at, "metrics": metrics, "queries": entries}
-
-
-def write_baseline(path: Path, data: dict[str, Any]) -> None:
-    """Write the baseline atomically: a temporary file in the same folder, then a rename over the old one."""
-    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    tmp = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.",
-                                         suffix=".tmp", delete=False) as f:
-            tmp = Path(f.name)
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        tmp = None
-    except OSError as e:
-        raise UserError(f"cannot write the baseline {path}: {e.strerror or e}") from e
-    finally:
-        if tmp is not None:
-            tmp.unlink(missing_ok=True)
-
-
-def read_baseline(path: Path) -> dict[str, Any]:
-    """The baseline at ``path``, checked: a clear error for a missing, unreadable, corrupt or foreign file."""
-    again = "run `workbench check --update-baseline` to write a new one"
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_BYTES + 1)
-    except FileNotFoundError:
-        raise UserError(f"no baseline at {path}: {UPDATE_HINT}") from None
-    except OSError as e:
-        raise UserError(f"cannot read the baseline {path}: {e.strerror or e}") from e
-    if len(raw) > MAX_BYTES:
-        raise UserError(f"{path}: not a check baseline (over {MAX_BYTES // 1024 ** 2} MB); {again}")
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as e:
-        raise UserError(f"{path}: not a check baseline (not JSON: {_first_line(e)}); {again}") from e
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise UserError(f"{path}: not a check baseline (JSON of another kind); {again}")
-    if data.get("version") != VERSION:
-        raise UserError(f"{path}: a check baseline of format version {data.get('version')!r} (this workbench "
-                        f"reads version {VERSION}); {again}")
-    problem = _problem(data)
-    if problem:
-        raise UserError(f"{path}: a corrupt check baseline ({problem}); {again}")
-    return data
-
-
-def _first_line(e: Exception) -> str:
-    return str(e).splitlines()[0][:200] if str(e) else type(e).__name__
-
-
-def _is_rank(v: Any) -> bool:
-    return v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 1)
-
-
-def _is_ratio(v: Any) -> bool:
-    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and 0 <= v <= 1)
-
-
-def _strings(v: Any) -> bool:
-    return isinstance(v, list) and all(isinstance(x, str) for x in v)
-
-
-def _problem(data: dict[str, Any]) -> str | None:
-    if not isinstance(data.get("metrics"), dict):
-        return "metrics: expected an object"
-    if not isinstance(data.get("ranked_at"), str):
-        return "ranked_at: expected a time"
-    queries = data.get("queries")
-    if not isinstance(queries, list):
-        return "queries: expected a list"
-    seen = set()
-    for i, q in enumerate(queries):
-        where = f"queries.{i}"
-        if not isinstance(q, dict):
-            return f"{where}: expected an object"
-        for key in ("id", "query", "principal"):
-            if not isinstance(q.get(key), str):
-                return f"{where}.{key}: expected a string"
-        for key in ("relevant", "top"):
-            if not _strings(q.get(key)):
-                return f"{where}.{key}: expected a list of ids"
-        if not _is_ratio(q.get("recall@10", "missing")):
-            return f"{where}.recall@10: expected a number from 0 to 1, or null"
-        if not _is_rank(q.get("first_relevant", "missing")):
-            return f"{where}.first_relevant: expected a rank, or null"
-        ranks = q.get("relevant_ranks")
-        if not isinstance(ranks, dict) or set(ranks) != set(q["relevant"]) or not all(map(_is_rank, ranks.values())):
-            return f"{where}.relevant_ranks: expected a rank (or null) for each relevant id"
-        if q["id"] in seen:
-            return f"{where}.id: duplicate query id {q['id']!r}"
-        seen.add(q["id"])
-    return None
-
-
-def ranked_at(data: dict[str, Any]):
-    """The clock a baseline's queries were ranked at (a naive UTC datetime, as the store keeps them)."""
-    from datetime import datetime, timezone
-
-    try:
-        at = datetime.fromisoformat(data["ranked_at"])
-    except ValueError as e:
-        raise UserError(f"a corrupt check baseline (ranked_at: {e}); run `workbench check --update-baseline` "
-                        "to write a new one") from e
-    return at.astimezone(timezone.utc).replace(tzinfo=None) if at.tzinfo else at
-
-
 # -- the report ----------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Move:
-    """A fragment that moved in one query's ranking: a relevant one ``lost`` (out of the top 10) or
-    ``demoted``, or another one that ``entered`` the top 3. Ranks are 1-based; None: not in the top 100
-    (``before`` of one that entered: not in the baseline's top k)."""
+    """A fragment involved in a regression. By rank: a relevant one ``lost`` (out of the top 10) or
+    ``demoted``, or another one that ``entered`` the top 3. By content (retrieval/answers.py): a
+    relevant one ``deleted``, ``archived``, ``out of scope`` for the asker, ``rewritten`` (``detail``
+    says how much is left) or ``not served``, or one ``served`` by a query that stopped abstaining.
+    ``relevant``: a relevant fragment of a query whose assertion fails. Ranks are 1-based; None: not
+    in the top 100 (``before`` of one that entered: not in the baseline's top k)."""
 
     id: str
     owner: str | None
     change: str
     before: int | None
     after: int | None
+    detail: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "owner": self.owner, "change": self.change, "before": self.before,
-                "after": self.after}
+                "after": self.after, "detail": self.detail}
 
 
 @dataclass(frozen=True)
@@ -218,9 +107,12 @@ class Regression:
     first_after: int | None
     moved: tuple[Move, ...]
     hidden_moves: int = 0     # moves of fragments the reader may not see: counted, never named
+    failed: tuple[str, ...] = ()   # the query's own assertions that fail (golden_rules.failures)
+    compared: bool = True     # False: new since the baseline, failing its assertions only
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "query": self.query, "principal": self.principal, "reasons": list(self.reasons),
+                "failed": list(self.failed), "compared": self.compared,
                 "recall@10": {"before": self.recall_before, "after": self.recall_after},
                 "first_relevant": {"before": self.first_before, "after": self.first_after},
                 "moved": [m.to_dict() for m in self.moved], "hidden_moves": self.hidden_moves}
@@ -242,7 +134,7 @@ class Top3Change:
 @dataclass
 class CheckReport:
     """What ``Workbench.check`` found. ``passed``: no regression (hidden ones count too); the CLI exits
-    0 when it passed or the baseline was just written, else 1."""
+    0 when it passed or the baseline was just written (unless a query fails its own assertions), else 1."""
 
     golden: str
     baseline: str
@@ -253,25 +145,31 @@ class CheckReport:
     warnings: list[Top3Change] = field(default_factory=list)
     new: list[str] = field(default_factory=list)       # ids of queries added or changed since the baseline
     removed: list[str] = field(default_factory=list)   # ids of baseline queries no longer in the golden set
-    hidden: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("regressions", "warnings", "new",
-                                                                          "removed"), 0))
+    hidden: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("regressions", "failed", "warnings",
+                                                                          "new", "removed"), 0))
     metrics_before: dict[str, Any] | None = None
     metrics_after: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)     # checks this run could not make, and why
 
     @property
     def passed(self) -> bool:
         return not self.regressions and not self.hidden["regressions"]
 
     @property
+    def failed(self) -> int:
+        """Queries (shown or hidden) whose own assertions fail: no baseline accepts those."""
+        return sum(1 for r in self.regressions if r.failed) + self.hidden["failed"]
+
+    @property
     def exit_code(self) -> int:
-        return 0 if self.passed or self.updated else 1
+        return 0 if self.passed or (self.updated and not self.failed) else 1
 
     def to_dict(self) -> dict[str, Any]:
         return {"passed": self.passed, "updated": self.updated, "golden": self.golden, "baseline": self.baseline,
-                "queries": self.queries, "compared": self.compared,
+                "queries": self.queries, "compared": self.compared, "failed": self.failed,
                 "regressions": [r.to_dict() for r in self.regressions],
                 "warnings": [w.to_dict() for w in self.warnings], "new": self.new, "removed": self.removed,
-                "hidden": dict(self.hidden),
+                "hidden": dict(self.hidden), "notes": list(self.notes),
                 "metrics": {"before": self.metrics_before, "after": self.metrics_after}}
 
     def __repr__(self) -> str:
@@ -287,7 +185,7 @@ class CheckReport:
         out = [f"check {verdict}: {self.compared} queries compared with {_md_code(self.baseline)}"
                + (" (baseline updated)" if self.updated else "")]
         if self.regressions:
-            rows = [[r.id, r.query, "; ".join(r.reasons),
+            rows = [[r.id, r.query, "; ".join((*r.failed, *r.reasons)),
                      ", ".join(f"{m.id} ({m.change}, owner {m.owner})" for m in r.moved)
                      + (f" +{r.hidden_moves} hidden" if r.hidden_moves else "")] for r in self.regressions]
             out.append(_table_md(["query", "text", "why", "moved"], rows))
@@ -299,6 +197,7 @@ class CheckReport:
         notes += [f"{n} {what} hidden" for what, n in self.hidden.items() if n]
         if notes:
             out.append(_md(", ".join(notes)))
+        out += [_md(note) for note in self.notes]
         return "\n\n".join(out)
 
 
@@ -306,55 +205,93 @@ def _worse(before: int | None, after: int | None) -> bool:
     return (after or math.inf) > (before or math.inf)
 
 
-def compare(baseline: dict[str, Any], current: list[dict[str, Any]], metrics: dict[str, Any], *, golden: str,
-            baseline_path: str, updated: bool, shows_query: Callable[[str], bool],
-            shows_fragment: Callable[[str], bool], owner_of: Callable[[str], str | None]) -> CheckReport:
+@dataclass(frozen=True)
+class Readers:
+    """What the report's reader may see (``shows_query(principal)``, ``shows_fragment(id)``) and who
+    owns a fragment (``owner_of(id)``, None when unknown)."""
+
+    shows_query: Callable[[str], bool]
+    shows_fragment: Callable[[str], bool]
+    owner_of: Callable[[str], str | None]
+
+
+def compare(baseline: dict[str, Any] | None, current: list[dict[str, Any]], metrics: dict[str, Any], *,
+            golden: str, baseline_path: str, updated: bool, readers: Readers, now: answers.Now,
+            failed: Mapping[str, Sequence[str]] | None = None) -> CheckReport:
     """Compare the current snapshot with a baseline (None: there was none, so nothing is new or
-    compared: the run only writes the first one). ``shows_query(principal)``
-    and ``shows_fragment(id)`` say what the report's reader may see; ``owner_of(id)`` names owners."""
+    compared: the run only writes the first one). ``now``: what the store holds of the fragments
+    named; ``failed``: query id → its assertions that fail (golden_rules.failures)."""
     report = CheckReport(golden=golden, baseline=baseline_path, updated=updated, queries=len(current), compared=0,
                          metrics_before=baseline["metrics"] if baseline else None, metrics_after=metrics)
     before = {q["id"]: q for q in baseline["queries"]} if baseline else {}
+    records = baseline.get("fragments", {}) if baseline else {}
+    failed = failed or {}
     ids = {q["id"] for q in current}
+    if baseline is not None and baseline["version"] < 2:
+        report.notes.append(f"the baseline is of format {baseline['version']}: deleted, archived and rewritten "
+                            "answers and abstention are checked from the next `check --update-baseline` on")
 
     def count_or(name: str, shown: bool, item: Any, target: list) -> None:
         if shown:
             target.append(item)
         else:
             report.hidden[name] += 1
+            if name == "regressions" and item.failed:
+                report.hidden["failed"] += 1
 
     for q in current:
         old = before.get(q["id"])
-        shown = shows_query(q["principal"])
+        shown = readers.shows_query(q["principal"])
+        fails = tuple(failed.get(q["id"], ()))
         if old is None or any(old[key] != q[key] for key in ("query", "principal", "relevant")):
             if baseline is not None:  # a first baseline has nothing to be new against
                 count_or("new", shown, q["id"], report.new)
+            if fails:
+                count_or("regressions", shown, _failing(q, fails, readers), report.regressions)
             continue
         report.compared += 1
-        regression = _regression(old, q, shows_fragment, owner_of)
+        regression = _regression(old, q, records, now, readers, fails)
         if regression is not None:
             count_or("regressions", shown, regression, report.regressions)
         elif old["top"][:TOP] != q["top"][:TOP]:
-            change = Top3Change(q["id"], q["query"], *(tuple(x if shows_fragment(x) else None for x in top[:TOP])
-                                                       for top in (old["top"], q["top"])))
+            change = Top3Change(q["id"], q["query"], *(tuple(x if readers.shows_fragment(x) else None
+                                                             for x in top[:TOP]) for top in (old["top"], q["top"])))
             count_or("warnings", shown, change, report.warnings)
     for qid, old in before.items():
         if qid not in ids:
-            count_or("removed", shows_query(old["principal"]), qid, report.removed)
+            count_or("removed", readers.shows_query(old["principal"]), qid, report.removed)
     return report
 
 
-def _regression(old: dict[str, Any], new: dict[str, Any], shows_fragment: Callable[[str], bool],
-                owner_of: Callable[[str], str | None]) -> Regression | None:
+def _in_top(q: dict[str, Any], n: int) -> int:
+    return sum(1 for r in q["relevant_ranks"].values() if r is not None and r <= n)
+
+
+def _rank_reasons(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     reasons = []
     if old["recall@10"] is not None and new["recall@10"] is not None and new["recall@10"] < old["recall@10"]:
         reasons.append(f"recall@10 {old['recall@10']:.2f} → {new['recall@10']:.2f}")
     first_before, first_after = old["first_relevant"], new["first_relevant"]
-    if first_before is not None and first_before <= TOP and (first_after is None or first_after > TOP):
+    fell = [n for n in TIERS[:-1] if first_before is not None and first_before <= n
+            and (first_after is None or first_after > n)]
+    if fell:
         reasons.append(f"first relevant hit #{first_before} → {_rank(first_after)}")
-    if not reasons:
+    else:
+        fewer = [n for n in TIERS[:-1] if _in_top(new, n) < _in_top(old, n)]
+        if fewer:
+            n = fewer[0]
+            reasons.append(f"relevant fragments in the top {n}: {_in_top(old, n)} → {_in_top(new, n)}")
+    return reasons
+
+
+def _regression(old: dict[str, Any], new: dict[str, Any], records: Mapping[str, Any], now: answers.Now,
+                readers: Readers, failed: tuple[str, ...]) -> Regression | None:
+    reasons = _rank_reasons(old, new)
+    content, changes = answers.changes(old, new, records, now)
+    reasons += content
+    if not reasons and not failed:
         return None
-    moves = []
+    moves = [Move(c.id, None, c.change, c.before, c.after, c.detail) for c in changes]
     for fid in new["relevant"]:
         b, a = old["relevant_ranks"].get(fid), new["relevant_ranks"].get(fid)
         if _worse(b, a):
@@ -365,9 +302,49 @@ def _regression(old: dict[str, Any], new: dict[str, Any], shows_fragment: Callab
         if fid not in relevant and fid not in old["top"][:TOP]:
             b = old["top"].index(fid) + 1 if fid in old["top"] else None
             moves.append(Move(fid, None, "entered", b, n))
-    shown = [Move(m.id, owner_of(m.id), m.change, m.before, m.after) for m in moves if shows_fragment(m.id)]
+    if failed:
+        moves += _involved(new, old)
+    shown, hidden = _named(_merged(moves), readers)
     return Regression(new["id"], new["query"], new["principal"], tuple(reasons), old["recall@10"],
-                      new["recall@10"], first_before, first_after, tuple(shown), len(moves) - len(shown))
+                      new["recall@10"], old["first_relevant"], new["first_relevant"], shown, hidden, failed)
+
+
+def _failing(q: dict[str, Any], failed: tuple[str, ...], readers: Readers) -> Regression:
+    """A query new since the baseline (or with none) whose own assertions fail: its relevant
+    fragments are named, with their ranks now."""
+    shown, hidden = _named(_involved(q), readers)
+    return Regression(q["id"], q["query"], q["principal"], (), None, q["recall@10"], None, q["first_relevant"],
+                      shown, hidden, failed, compared=False)
+
+
+def _involved(q: dict[str, Any], old: dict[str, Any] | None = None) -> list[Move]:
+    """The fragments a failing assertion involves: the relevant ones (their ranks), or for a query
+    with none (expect: abstain), what context served."""
+    if q["relevant"]:
+        return [Move(fid, None, "relevant", old["relevant_ranks"].get(fid) if old else None,
+                     q["relevant_ranks"].get(fid)) for fid in q["relevant"]]
+    position = {fid: n for n, fid in enumerate(q["top"], start=1)}
+    return [Move(fid, None, "served", None, position.get(fid)) for fid in q["served"]]
+
+
+def _merged(moves: list[Move]) -> list[Move]:
+    """One move per fragment: its first (most telling) change, with a later content change added
+    to its detail (rank changes show in its ranks already)."""
+    out: dict[str, Move] = {}
+    for m in moves:
+        first = out.get(m.id)
+        if first is None:
+            out[m.id] = m
+        elif m.change == "not served":
+            detail = "; ".join(filter(None, (first.detail, "no longer served")))
+            out[m.id] = Move(first.id, first.owner, first.change, first.before, first.after, detail)
+    return list(out.values())
+
+
+def _named(moves: list[Move], readers: Readers) -> tuple[tuple[Move, ...], int]:
+    shown = tuple(Move(m.id, readers.owner_of(m.id), m.change, m.before, m.after, m.detail)
+                  for m in moves if readers.shows_fragment(m.id))
+    return shown, len(moves) - len(shown)
 
 
 def _rank(rank: int | None) -> str:

@@ -45,9 +45,10 @@ class Evaluation(Feature):
         queries = evaluate.load_golden(path)
         return queries, self.rank_golden(queries, pipelines, now=now)
 
-    def rank_golden(self, queries: list[dict[str, Any]], pipelines: list[str], *, now: datetime | None = None
-                    ) -> dict[str, Any]:
-        """``run_golden`` for golden queries already loaded (``retrieval.evaluate.load_golden``)."""
+    def rank_golden(self, queries: list[dict[str, Any]], pipelines: list[str], *, now: datetime | None = None,
+                    keep_context: str | None = None) -> dict[str, Any]:
+        """``run_golden`` for golden queries already loaded (``retrieval.evaluate.load_golden``); with
+        ``keep_context``, also what context selects for each query with that pipeline."""
         from ..retrieval import evaluate
 
         for q in queries:
@@ -56,7 +57,7 @@ class Evaluation(Feature):
         index = self.retrieval.search_index()
         # Pins are a curation overlay that always comes first; evaluation measures ranking alone.
         return evaluate.run_golden(index, queries, self.principal, self.retrieval.settings(), pipelines, now,
-                                   floor=self.retrieval.confidence_floor())
+                                   floor=self.retrieval.confidence_floor(), keep_context=keep_context)
 
     @staticmethod
     def eval_beir(folder: str, *, split: str = "test", pipelines: list[str] | None = None,
