@@ -156,6 +156,16 @@ class WorkspaceConfig:
         except KeyError:
             raise NotFound(f"unknown principal {name!r} (known: {', '.join(sorted(self.principals))})") from None
 
+    def principal_origin(self, name: str | None) -> str | None:
+        """Where the principal of a call comes from when ``name`` is not given: "$WORKBENCH_PRINCIPAL"
+        or "default_principal in workbench.yaml" (None: it was given, or there is none), so a report
+        that falls back on it can say whose view it shows."""
+        if name:
+            return None
+        if os.environ.get("WORKBENCH_PRINCIPAL"):
+            return "$WORKBENCH_PRINCIPAL"
+        return "default_principal in workbench.yaml" if self.default_principal else None
+
     def check_scope(self, scope: Scope) -> str | None:
         """Return a problem with ``scope`` (an undeclared org, repo or persona), or None."""
         return _scope_problem(self.orgs, scope)
