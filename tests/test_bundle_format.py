@@ -128,7 +128,8 @@ def test_check_jsonschema_validates_a_real_bundle_with_the_shipped_schemas(sampl
         assert "ok -- validation done" in done.stdout
     # ... and rejects a record the format does not allow
     (records / "bad.json").write_text(json.dumps({**json.loads(lines[0]), "extra": 1}), encoding="utf-8")
-    done = subprocess.run(runs[2][:5] + [str(records / "bad.json")], capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(runs[2][:5] + [str(records / "bad.json")], capture_output=True, text=True, timeout=120,
+                          check=False)
     assert done.returncode == 1 and "Additional properties" in done.stdout + done.stderr
 
 
