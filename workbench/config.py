@@ -75,6 +75,7 @@ class WorkspaceConfig:
     allowed_hosts: tuple[str, ...] = ()     # the team server's Host allow-list beyond loopback (server.allowed_hosts)
     allowed_origins: tuple[str, ...] = ()   # ... and its Origin allow-list (server.allowed_origins)
     store: str | None = None                # a PostgreSQL URL (no password); None: the folder's DuckDB file
+    traces_retain_days: int | None = None   # traces older than this are removed (traces.retain_days); None: kept
 
     @classmethod
     def load(cls, path: Path) -> "WorkspaceConfig":
@@ -144,7 +145,8 @@ class WorkspaceConfig:
                    embedder=raw.get("embedder"), golden=raw.get("golden"),
                    allowed_hosts=tuple((raw.get("server") or {}).get("allowed_hosts", ())),
                    allowed_origins=tuple((raw.get("server") or {}).get("allowed_origins", ())),
-                   store=check_store(raw["store"], file=file) if raw.get("store") else None)
+                   store=check_store(raw["store"], file=file) if raw.get("store") else None,
+                   traces_retain_days=(raw.get("traces") or {}).get("retain_days"))
 
     def principal(self, name: str | None) -> Principal:
         """Look a principal up by name; None means the default principal."""
