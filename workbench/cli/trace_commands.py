@@ -38,9 +38,9 @@ def traces_purge(older_than, of_principal, dry_run, principal, as_json):
     if as_json:
         emit_json(report)
         return
-    whose = f"{of_principal}'s traces" if of_principal else "traces"
-    verb = "would remove" if dry_run else "removed"
-    print(f"{verb} {report['removed']} {whose if report['removed'] != 1 else whose[:-1]} made before {report['before']}")
+    noun = "trace" if report["removed"] == 1 else "traces"
+    whose = f"{of_principal}'s {noun}" if of_principal else noun
+    print(f"{'would remove' if dry_run else 'removed'} {report['removed']} {whose} made before {report['before']}")
 
 
 traces.add_command(traces_purge)
