@@ -30,6 +30,13 @@ def tour_block(readme: str) -> str:
     return fences[0]
 
 
+def _read_all(conn: socket.socket) -> bytes:
+    chunks = []
+    while chunk := conn.recv(65536):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def _serve(listener: socket.socket, calls: list) -> None:
     """Run each handed-over command in this process, one at a time, in its caller's folder."""
     while True:
@@ -38,14 +45,14 @@ def _serve(listener: socket.socket, calls: list) -> None:
         except OSError:
             return
         with conn:
-            request = json.loads(b"".join(iter(lambda: conn.recv(65536), b"")).decode())
+            request = json.loads(_read_all(conn).decode())
             calls.append(request["argv"])
             saved = os.getcwd()
             os.chdir(request["cwd"])
             try:
                 done = run_cli(*request["argv"], env=request["env"], input=request["stdin"])
                 answer = {"stdout": done.stdout, "stderr": done.stderr, "code": done.returncode}
-            except Exception as e:  # the tour must see a failure, never hang
+            except Exception as e:  # noqa: BLE001 -- the tour must see any failure, never hang
                 answer = {"stdout": "", "stderr": f"tour harness: {e!r}\n", "code": 99}
             finally:
                 os.chdir(saved)
