@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -23,8 +25,8 @@ SET_SCOPE = "org=northwind,repo=payments-api"
 
 
 def _validator(name: str) -> jsonschema.Draft202012Validator:
-    schemas = [json.loads(p.read_text()) for p in sorted((ROOT / "schemas").glob("*.schema.json"))]
-    registry = Registry().with_resources([(s["$id"], Resource.from_contents(s)) for s in schemas])
+    registry = Registry().with_resources([(p.name, Resource.from_contents(json.loads(p.read_text())))
+                                          for p in sorted((ROOT / "schemas").glob("*.schema.json"))])
     schema = json.loads((ROOT / "schemas" / f"{name}.schema.json").read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
     return jsonschema.Draft202012Validator(schema, registry=registry)
@@ -96,6 +98,39 @@ def test_an_exported_bundle_follows_the_published_schemas(source, tmp_path):
                 {**manifest, "set": {"name": "s", "scope": SET_SCOPE}},  # a definition is whole or absent
                 {**manifest, "pins": [{**manifest["pins"][0], "pinned_by": 3}]}):
         assert not _validator("bundle-manifest").is_valid(bad)
+
+
+def test_check_jsonschema_validates_a_real_bundle_with_the_shipped_schemas(sample_workspace, tmp_path):
+    """A standard validator, given only the shipped schema files, resolves their ``$ref``s (the bundle
+    schemas reuse the fragment schema's definitions) and accepts a real bundle of the sample corpus
+    (anti-patterns, code, a session summary): nothing is fetched, no base-URI override is needed."""
+    from workbench.schemas import schema_dir
+
+    shipped = Path(str(schema_dir()))
+    out, records = tmp_path / "bundle", tmp_path / "records"
+    with Workbench.open(sample_workspace) as wb:
+        wb.set_create("payments-core", scope=SET_SCOPE, actor="marco.bianchi")
+        wb.export_bundle("payments-core", out, principal="marco.bianchi")
+    records.mkdir()
+    lines = (out / "fragments.jsonl").read_text(encoding="utf-8").splitlines()
+    kinds = {json.loads(line)["kind"] for line in lines}
+    assert {"anti-pattern", "code", "session-summary", "decision"} <= kinds
+    for n, line in enumerate(lines):  # check-jsonschema reads JSON documents, not JSON lines
+        (records / f"{n:03}.json").write_text(line, encoding="utf-8")
+    tool = [str(Path(sys.executable).parent / "check-jsonschema"), "--no-cache"]
+    runs = [tool + ["--check-metaschema", *map(str, sorted(shipped.glob("*.schema.json")))],
+            tool + ["--schemafile", str(shipped / "bundle-manifest.schema.json"), str(out / "manifest.yaml")],
+            tool + ["--schemafile", str(shipped / "bundle-record.schema.json"), *map(str, sorted(records.iterdir()))],
+            tool + ["--schemafile", str(shipped / "workspace.schema.json"), str(CONFIG)]]
+    for argv in runs:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, (argv[2:4], done.stdout[-2000:], done.stderr[-2000:])
+        assert "ok -- validation done" in done.stdout
+    # ... and rejects a record the format does not allow
+    (records / "bad.json").write_text(json.dumps({**json.loads(lines[0]), "extra": 1}), encoding="utf-8")
+    done = subprocess.run(runs[2][:5] + [str(records / "bad.json")], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 1 and "Additional properties" in done.stdout + done.stderr
 
 
 def test_the_same_state_gives_byte_identical_bundles_with_their_pins(source, tmp_path):

@@ -4,6 +4,7 @@ merge, staleness with nudges, verify and snooze, secret guard. Sample corpus, re
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timedelta
 
 import pytest
@@ -118,6 +119,42 @@ def test_dedupe_finds_the_copied_runbook(sample_workspace, cli):
                                                   "tw-rb-pgbouncer-pool-exhaustion")]
     assert pairs[0]["distance"] <= 3
     assert json.loads(cli("dedupe", "--as", "marco.bianchi", "--json", workspace=sample_workspace).stdout) == []
+
+
+def test_dedupe_graph_and_nudge_say_whose_view_and_agree_with_the_ingest_warning(sample_workspace, cli, tmp_path):
+    """Ingest as kb.sync warns of a near-duplicate and names the dedupe that shows it (as kb.sync);
+    that dedupe lists the pair. Without --as, dedupe, graph and nudge name the default principal
+    (priya.raman, who sees no tidewater fragment) and where it came from, in text and, on stderr, with --json."""
+    from conftest import SAMPLE
+
+    original = SAMPLE / "fragments" / "tidewater" / "org" / "tw-rb-pgbouncer-pool-exhaustion.md"
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "tw-rb-pgbouncer-copy.md").write_text(
+        original.read_text(encoding="utf-8").replace("id: tw-rb-pgbouncer-pool-exhaustion", "id: tw-rb-pgbouncer-copy"),
+        encoding="utf-8")
+    r = cli("ingest", str(tmp_path / "in"), "--as", "kb.sync", workspace=sample_workspace)
+    assert r.returncode == 0, r.stderr
+    warned = re.findall(r"near-duplicate: (\S+) and (\S+) \(SimHash distance \d+\); see `workbench dedupe --as (\S+)`",
+                        r.stderr)
+    assert warned and {w[2] for w in warned} == {"kb.sync"}, r.stderr
+    r = cli("dedupe", "--as", "kb.sync", workspace=sample_workspace)
+    assert r.stdout.startswith("near-duplicates among the fragments kb.sync can see\n")
+    pairs = json.loads(cli("dedupe", "--as", "kb.sync", "--json", workspace=sample_workspace).stdout)
+    assert {(p["a"], p["b"]) for p in pairs if "tw-rb-pgbouncer-copy" in (p["a"], p["b"])} == \
+        {(a, b) for a, b, _ in warned}
+    default = "priya.raman can see (the default principal, from default_principal in workbench.yaml"
+    r = cli("dedupe", workspace=sample_workspace)
+    assert r.returncode == 0 and r.stdout.startswith(f"no near-duplicates among the fragments {default}"), r.stdout
+    assert cli("graph", "--top", "2", workspace=sample_workspace).stdout.startswith(
+        f"authority among the fragments {default}")
+    assert f"nudging about what {default}" in cli("nudge", workspace=sample_workspace).stdout
+    for command in ("dedupe", "graph", "nudge"):
+        r = cli(command, "--json", workspace=sample_workspace)
+        assert f"workbench: {command} shows what {default}" in r.stderr
+        json.loads(r.stdout)
+        r = cli(command, "--json", workspace=sample_workspace, env={"WORKBENCH_PRINCIPAL": "lena.fischer"})
+        assert "lena.fischer can see (the default principal, from $WORKBENCH_PRINCIPAL" in r.stderr
+        assert cli(command, "--json", "--as", "priya.raman", workspace=sample_workspace).stderr == ""
 
 
 def test_merge_collapses_drop_into_keep(wb):

@@ -112,7 +112,7 @@ def _expected_warnings(wb, who: str, changed: list[str]) -> list[dict[str, str]]
     hashes = {f.id: reference_simhash(index_text(f)) for f in wb.store.fragments(status="active")
               if policy.sees(actor, f)}
     return [{"file": b if b in changed else a,
-             "message": f"near-duplicate: {a} and {b} (SimHash distance {d}); see `workbench dedupe`"}
+             "message": f"near-duplicate: {a} and {b} (SimHash distance {d}); see `workbench dedupe --as {who}`"}
             for a, b, d in all_pairs(hashes, 3, only=changed)]
 
 

@@ -75,6 +75,7 @@ class WorkspaceConfig:
     allowed_hosts: tuple[str, ...] = ()     # the team server's Host allow-list beyond loopback (server.allowed_hosts)
     allowed_origins: tuple[str, ...] = ()   # ... and its Origin allow-list (server.allowed_origins)
     store: str | None = None                # a PostgreSQL URL (no password); None: the folder's DuckDB file
+    traces_retain_days: int | None = None   # traces older than this are removed (traces.retain_days); None: kept
 
     @classmethod
     def load(cls, path: Path) -> "WorkspaceConfig":
@@ -144,7 +145,8 @@ class WorkspaceConfig:
                    embedder=raw.get("embedder"), golden=raw.get("golden"),
                    allowed_hosts=tuple((raw.get("server") or {}).get("allowed_hosts", ())),
                    allowed_origins=tuple((raw.get("server") or {}).get("allowed_origins", ())),
-                   store=check_store(raw["store"], file=file) if raw.get("store") else None)
+                   store=check_store(raw["store"], file=file) if raw.get("store") else None,
+                   traces_retain_days=(raw.get("traces") or {}).get("retain_days"))
 
     def principal(self, name: str | None) -> Principal:
         """Look a principal up by name; None means the default principal."""
@@ -155,6 +157,16 @@ class WorkspaceConfig:
             return self.principals[name]
         except KeyError:
             raise NotFound(f"unknown principal {name!r} (known: {', '.join(sorted(self.principals))})") from None
+
+    def principal_origin(self, name: str | None) -> str | None:
+        """Where the principal of a call comes from when ``name`` is not given: "$WORKBENCH_PRINCIPAL"
+        or "default_principal in workbench.yaml" (None: it was given, or there is none), so a report
+        that falls back on it can say whose view it shows."""
+        if name:
+            return None
+        if os.environ.get("WORKBENCH_PRINCIPAL"):
+            return "$WORKBENCH_PRINCIPAL"
+        return "default_principal in workbench.yaml" if self.default_principal else None
 
     def check_scope(self, scope: Scope) -> str | None:
         """Return a problem with ``scope`` (an undeclared org, repo or persona), or None."""

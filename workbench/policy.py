@@ -32,6 +32,8 @@ module turns it into a decision for each action:
       (create, list, revoke)   database file), an admin principal for any principal's tokens,
                                any principal for its own (``may_manage_token``); but an agent
                                never creates one, not even for itself (``may_create_token``)
+    purge traces (any          the local administrator and admin principals (``may_purge_traces``)
+      principal's, by age)
     workspace-wide figures     the local administrator and admin principals; others are counted
       (info, /metrics)         only what they see, or refused (``sees_workspace_totals``)
     propose in scope S         any principal who can see S (its own session scope included); a
@@ -468,6 +470,16 @@ def may_create_token(actor: Principal | None, owner: str) -> Decision:
                  f"{actor.name} only)", "token-create")
 
 
+def may_purge_traces(actor: Principal | None) -> Decision:
+    """May ``actor`` remove traces (every principal's, or one principal's)? Traces are the record of
+    what agents were served, which leads read in ``usage`` and ``gaps``: only the local administrator
+    (``None``) and admin principals remove them; nobody else, not even their own."""
+    if actor is None or actor.admin:
+        return ALLOW
+    return _deny(f"only an admin or the local administrator may purge traces ({actor.name} is not an admin)",
+                 "purge-traces")
+
+
 def sees_workspace_totals(actor: Principal | None) -> bool:
     """May ``actor`` see figures about the whole workspace (``info``'s counts, the server's
     /metrics: every fragment, version, event, trace and request, whoever they belong to)? The local
@@ -483,6 +495,6 @@ def taken_message(fragment_id: str) -> str:
 
 __all__ = ["Decision", "ACTIONS", "RULES", "KIND_RULES", "WRITE_ACTIONS", "offered", "may", "require", "may_write",
            "write_action", "sees", "sees_scope", "sees_query", "taken_message", "may_manage_token",
-           "may_create_token",
+           "may_create_token", "may_purge_traces",
            "sees_workspace_totals", "call_scopes",
            "proposed_by", "authored", "reviews"]

@@ -9,6 +9,20 @@ from .options import (INT, MultiValueOption, PRINCIPAL_DEFAULT, as_option, comma
 from .render import emit_json, table
 
 
+def whose_view(wb, principal: str | None) -> tuple[str, str]:
+    """Whose view a report shows: the principal's name, and " (the default principal, from
+    default_principal in workbench.yaml; --as P for another view)" when --as did not name them."""
+    origin = wb.config.principal_origin(principal)
+    return (wb.principal(principal).name,
+            f" (the default principal, from {origin}; --as P for another view)" if origin else "")
+
+
+def _note_default(view: tuple[str, str], command: str) -> None:
+    """With --json the output's shape is the contract: whose view it is goes to stderr when --as was not given."""
+    if view[1]:
+        click.echo(f"workbench: {command} shows what {view[0]} can see{view[1]}", err=True)
+
+
 @command("pin", "Pin a fragment in a scope (tech leads of that scope only): it always reaches agents there.",
          "workbench pin nw-pol-pci-scope --scope org=northwind --as priya.raman --reason 'card data rules'")
 @click.argument("id")
@@ -98,13 +112,19 @@ antipattern.add_command(antipattern_add)
 @command("graph", "Citation authority: fragments by PageRank over links and source references.",
          "workbench graph --top 5 --as grace.kim")
 @click.option("--top", type=INT, default=20, help="how many (default 20; 0 for all)")
-@as_option("as this principal (default principal)")
+@as_option(f"whose view: the links among the fragments this principal can see {PRINCIPAL_DEFAULT}")
 @json_option()
 def graph(top, principal, as_json):
     with open_workbench() as wb:
         rows = wb.graph(top=top, principal=principal)
+        view = whose_view(wb, principal)
     if as_json:
+        _note_default(view, "graph")
         emit_json(rows)
+        return
+    print(f"authority among the fragments {view[0]} can see{view[1]}")
+    if not rows:
+        print("no fragments")
         return
     print(table(["id", "authority", "in", "out", "title"],
                 ([r["id"], f"{r['authority']:.4f}", str(r["in_links"]), str(r["out_links"]), r["title"]]
@@ -114,17 +134,20 @@ def graph(top, principal, as_json):
 @command("dedupe", "Near-duplicate fragments (64-bit SimHash, Hamming distance <= 3).",
          "workbench dedupe --distance 3 --as lena.fischer")
 @click.option("--distance", type=INT, default=3, help="maximum Hamming distance (default 3)")
-@as_option("as this principal (default principal)")
+@as_option(f"whose view: pairs among the fragments this principal can see {PRINCIPAL_DEFAULT}")
 @json_option()
 def dedupe(distance, principal, as_json):
     with open_workbench() as wb:
         pairs = wb.dedupe(max_distance=distance, principal=principal)
+        view = whose_view(wb, principal)
     if as_json:
+        _note_default(view, "dedupe")
         emit_json(pairs)
         return
     if not pairs:
-        print("no near-duplicates")
+        print(f"no near-duplicates among the fragments {view[0]} can see{view[1]}")
         return
+    print(f"near-duplicates among the fragments {view[0]} can see{view[1]}")
     print(table(["a", "b", "distance", "a title", "b title"],
                 ([p["a"], p["b"], str(p["distance"]), p["a_title"], p["b_title"]] for p in pairs)))
     print("\nmerge with: workbench merge KEEP DROP --as USER")
@@ -182,9 +205,12 @@ def _served(item: dict) -> str:
 def nudge(days, cooldown, principal, as_json):
     with open_workbench() as wb:
         report = wb.nudge(days=days, cooldown_days=cooldown, principal=principal).to_dict()
+        view = whose_view(wb, principal)
     if as_json:
+        _note_default(view, "nudge")
         emit_json(report)
         return
+    print(f"nudging about what {view[0]} can see{view[1]}")
     print(f"{report['nudges']} nudges to {report['owners']} owners; {report['skipped_cooldown']} still cooling down")
     for path in report["digests"]:
         print(f"  digest: {path}")

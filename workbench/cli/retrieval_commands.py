@@ -128,14 +128,14 @@ def context(query, principal, scope, pipeline, min_score, rerank, allow_secret, 
           f"{len(result.avoid)} to avoid, {len(result.omitted)} omitted; trace {result.trace_id or 'not stored'} -->")
 
 
-@command("trace", "Show exactly what a search or context call served.",
-         "workbench trace tr_20261130051123_6f1ea3e7 --as dan.kowalski")
+@command("trace", "Show exactly what a search or context call served (ID, or `last`: your latest call).",
+         "workbench trace tr_20261130051123_6f1ea3e7 --as dan.kowalski\nworkbench trace last --as dan.kowalski")
 @click.argument("id")
 @as_option("the principal who made the call (a trace is theirs alone)")
 @json_option()
 def trace(id, principal, as_json):
     with open_workbench() as wb:
-        data = wb.trace(id, principal=principal)
+        data = wb.trace(wb.last_trace_id(principal=principal) if id == "last" else id, principal=principal)
     if as_json:
         emit_json(data)
         return

@@ -15,6 +15,7 @@ the service's features, each in its own module and each told in its constructor 
     gaps_feature   Gaps     gaps: questions agents asked that got nothing useful, grouped
     exports     Exports     fragment files, sets, bundles, agent context files
     tokens      Tokens      API tokens: create, list, revoke, authenticate
+    traces      Traces      trace retention, purges, the caller's latest trace
     proposing   Proposals   agent proposals: propose, the review queue, accept, reject
 
 Every public method below is one of theirs, named in the table at the end of the class. The
@@ -48,6 +49,7 @@ from .staleness import Staleness
 from .proposals import Proposals
 from . import upkeep
 from .tokens import Tokens
+from .traces import Traces
 from .usage import Usage
 from .workspace import Workspace
 
@@ -81,6 +83,7 @@ class Workbench:
         self.staleness = Staleness(self.ws, self.fragments, self.usage_feature, self.gaps_feature, self.proposing)
         self.exports = Exports(self.ws, self.fragments, self.retrieval)
         self.tokens = Tokens(self.ws)
+        self.traces = Traces(self.ws)
 
     @property
     def root(self) -> Path:
@@ -289,6 +292,8 @@ class Workbench:
     fetch = _via("retrieval", Retrieval.fetch)
     record_get = _via("retrieval", Retrieval.record_get)
     trace = _via("retrieval", Retrieval.trace)
+    last_trace_id = _via("traces", Traces.last_trace_id)
+    purge_traces = _via("traces", Traces.purge_traces)
     health = _via("retrieval", Retrieval.health)
 
     eval_golden = _via("evaluation", Evaluation.eval_golden)

@@ -113,7 +113,7 @@ class Ingestion(Feature):
                         w.created_at or w.at, w.at, w.verified_at) for w in written if w.number == 1]
         return [{"file": pair["b"] if pair["b"] in changed_ids else pair["a"],
                  "message": f"near-duplicate: {pair['a']} and {pair['b']} "
-                            f"(SimHash distance {pair['distance']}); see `workbench dedupe`"}
+                            f"(SimHash distance {pair['distance']}); see `workbench dedupe --as {who.name}`"}
                 for pair in self.curation.near_duplicates(who, only=changed, written=new)]
 
     def ingest_git(self, path: str | Path, *, include: list[str] | None = None, scope: Scope | str | None = None,

@@ -28,6 +28,7 @@ from ..retrieval.filters import make_filters
 from ..retrieval.embedder import MODEL_NAME
 from ..retrieval.pipeline import Hit, Ranking, Settings, confidences, hits_from, rank, rerank
 from ..models import utcnow
+from . import traces
 from .fragments import Fragments
 from .workspace import Feature, Workspace
 
@@ -244,6 +245,8 @@ class Retrieval(Feature):
                                        "settings": {**(settings.to_dict() if settings else {}), "model": MODEL_NAME,
                                                     "embedder": self.ws.index.embedder.backend, **(extra or {})},
                                        "served": served})
+        if stored:
+            traces.expire(self.ws)  # traces.retain_days, at most once an hour
         return trace_id if stored else None
 
     def fetch(self, fragment_id: str, *, principal: str | Principal | None = None, allow_secret: bool = False,

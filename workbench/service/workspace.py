@@ -5,7 +5,7 @@ by name, in their constructors); none reaches another through a shared ``self``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import WorkspaceConfig
@@ -20,6 +20,7 @@ class Workspace:
     config: WorkspaceConfig
     store: Store
     index: IndexManager
+    traces_expired_at: float | None = field(default=None, repr=False)  # when traces.retain_days was last applied
 
     def principal(self, name: str | Principal | None = None) -> Principal:
         """A known principal by name (``None``: the configured default); a ``Principal`` as is."""

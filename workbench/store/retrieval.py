@@ -270,6 +270,27 @@ class RetrievalQueries:
         return {"id": r[0], "created_at": r[1], "kind": r[2], "query": r[3], "principal": r[4], "scope": r[5],
                 "settings": json.loads(r[6]), "served": json.loads(r[7])}
 
+    def latest_trace_id(self, principal: str) -> str | None:
+        """The id of ``principal``'s most recent trace, or None."""
+        self._settle_traces()
+        rows = self._q("SELECT id FROM traces WHERE principal = ? ORDER BY created_at DESC, id DESC LIMIT 1",
+                       [principal])
+        return rows[0][0] if rows else None
+
+    def purge_traces(self, before: datetime, *, principal: str | None = None, dry_run: bool = False) -> int:
+        """Remove the traces made before ``before`` (only ``principal``'s when given); how many were
+        (with ``dry_run``: would be) removed. A user write: refused on a read-only workspace."""
+        self._settle_traces()
+        where = "created_at < ?" + (" AND principal = ?" if principal is not None else "")
+        params: list[Any] = [before, *([principal] if principal is not None else [])]
+        if dry_run:
+            return int(self._q(f"SELECT count(*) FROM traces WHERE {where}", params)[0][0])
+        with self.transaction("purge traces"):
+            count = int(self._q(f"SELECT count(*) FROM traces WHERE {where}", params)[0][0])
+            if count:
+                self._q(f"DELETE FROM traces WHERE {where}", params)
+        return count
+
     def trace_total(self) -> int:
         self._settle_traces()
         return int(self._q("SELECT count(*) FROM traces")[0][0])
