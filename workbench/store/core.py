@@ -139,6 +139,20 @@ class CoreQueries:
         return {r[0]: (r[1], r[2], r[3]) for r in
                 self._q("SELECT path, file_hash, fragment_id, content_hash FROM ingested_files")}
 
+    def sync_bases(self, ids: list[str] | None = None) -> dict[str, str]:
+        """fragment id → the content hash of the file it was last in step with (its sync base),
+        for ``ids`` (default: every fragment that has one)."""
+        sql = "SELECT fragment_id, content_hash FROM sync_bases"
+        if ids is None:
+            return {r[0]: r[1] for r in self._q(sql)}
+        found: dict[str, str] = {}
+        ids = list(ids)
+        for start in range(0, len(ids), 5000):
+            part = ids[start:start + 5000]
+            found.update({r[0]: r[1] for r in self._q(f"{sql} WHERE fragment_id IN ({', '.join('?' * len(part))})",
+                                                      part)})
+        return found
+
     def set_verified(self, fragment_id: str, at: datetime) -> None:
         with self.transaction():
             self._q("UPDATE fragments SET verified_at = ? WHERE id = ?", [at, fragment_id])
