@@ -1,0 +1,203 @@
+"""Sync with a base (ingest/sync.py): files in git and edits in the workbench both stay right.
+
+marco edits a fragment in the workbench; the unchanged folder is ingested again, as a sync job
+would: the edit stays (reported "database ahead of file"), export-files writes it back, and a
+file and a database that both changed are a conflict until ``--theirs`` or ``--ours`` settles
+it. The same for ``ingest --git``. Every test runs on both store backends."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from workbench import Workbench
+
+from conftest import write_fragment
+
+SYNC = "kb.sync"        # the sync job's principal
+EDITOR = "marco.bianchi"
+
+
+@pytest.fixture
+def ws(tmp_path, backend_config):
+    root = tmp_path / "ws"
+    Workbench.init(root, config=backend_config).close()
+    return root
+
+
+def _file(folder, fid, body, **kw):
+    return write_fragment(folder, fid, body=body, **kw)
+
+
+def _served(wb, fid):
+    f = wb.get(fid, principal=SYNC)
+    return f.version, f.content.body
+
+
+def test_a_sync_never_reverts_an_edit_and_conflicts_are_settled_explicitly(ws, tmp_path, cli):
+    folder = tmp_path / "kb"
+    _file(folder, "nw-a", "Original text.")
+    _file(folder, "nw-b", "B as written.")
+    with Workbench.open(ws) as wb:
+        assert wb.ingest([folder], actor=SYNC).added == ["nw-a", "nw-b"]
+        wb.edit("nw-a", "Edited by marco in the workbench.", reason="fix", actor=EDITOR)
+
+        # the unchanged folder again, as a sync job would: the edit stays, and is reported
+        report = wb.ingest([folder], actor=SYNC)
+        assert report.ahead == [{"id": "nw-a", "file": str(folder / "nw-a.md")}]
+        assert report.updated == [] and report.conflicts == [] and report.unchanged == ["nw-b"]
+        assert _served(wb, "nw-a") == (2, "Edited by marco in the workbench.")
+        assert report.to_dict()["ahead"] == [{"id": "nw-a", "file": str(folder / "nw-a.md")}]
+
+        # a file changed while the database did not: a normal update
+        _file(folder, "nw-b", "B changed in git.")
+        report = wb.ingest([folder], actor=SYNC)
+        assert report.updated == ["nw-b"] and _served(wb, "nw-b") == (2, "B changed in git.")
+
+    # the CLI says so too (text and --json), exit 0: being ahead is not an error
+    r = cli("ingest", str(folder), "--as", SYNC, workspace=ws)
+    assert r.returncode == 0, r.stderr
+    assert f"database ahead of file: nw-a ({folder / 'nw-a.md'})" in r.stdout and "export-files" in r.stdout
+    assert "database ahead 1" in r.stdout
+    r = cli("ingest", str(folder), "--as", SYNC, "--json", workspace=ws)
+    assert r.returncode == 0 and json.loads(r.stdout)["ahead"] == [{"id": "nw-a", "file": str(folder / "nw-a.md")}]
+
+    # both changed since the base: a conflict, nothing overwritten, exit 1 with a summary
+    _file(folder, "nw-a", "Changed in git meanwhile.")
+    r = cli("ingest", str(folder), "--as", SYNC, workspace=ws)
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert "conflict: " in r.stderr and "nw-a changed both in the file and in the workbench" in r.stderr
+    assert "1 conflict(s)" in r.stderr and "--theirs" in r.stderr and "Traceback" not in r.stderr
+    r = cli("ingest", str(folder), "--as", SYNC, "--json", workspace=ws)
+    data = json.loads(r.stdout)
+    assert r.returncode == 1 and [c["id"] for c in data["conflicts"]] == ["nw-a"] and data["updated"] == 0
+    assert cli("ingest", str(folder), "--as", SYNC, "--theirs", "--ours", workspace=ws).returncode == 2
+    with Workbench.open(ws) as wb:
+        assert _served(wb, "nw-a") == (2, "Edited by marco in the workbench.")
+        # --ours: the workbench wins, nothing written; the file is the base now, so it is "ahead"
+        report = wb.ingest([folder], actor=SYNC, resolve="ours")
+        assert report.resolved == [{"id": "nw-a", "file": str(folder / "nw-a.md"), "winner": "database"}]
+        assert _served(wb, "nw-a") == (2, "Edited by marco in the workbench.")
+        assert [a["id"] for a in wb.ingest([folder], actor=SYNC).ahead] == ["nw-a"]
+
+        # export-files writes it back to that very file (no second file), and the next ingest is unchanged
+        wb.export_files(folder, principal=SYNC)
+        assert sorted(p.name for p in folder.rglob("*.md")) == ["nw-a.md", "nw-b.md"]
+        assert "Edited by marco in the workbench." in (folder / "nw-a.md").read_text()
+        report = wb.ingest([folder], actor=SYNC)
+        assert report.unchanged == ["nw-a", "nw-b"] and not report.ahead and not report.conflicts
+        # the base moved with the export: a later workbench edit is "ahead", not a conflict
+        wb.edit("nw-a", "Edited again.", reason="again", actor=EDITOR)
+        assert [a["id"] for a in wb.ingest([folder], actor=SYNC).ahead] == ["nw-a"]
+
+        # --theirs: the file wins, explicitly (a new version from the file; the base moves to it)
+        _file(folder, "nw-a", "Git wins this one.")
+        assert [c["id"] for c in wb.ingest([folder], actor=SYNC).conflicts] == ["nw-a"]
+        report = wb.ingest([folder], actor=SYNC, resolve="theirs")
+        assert report.updated == ["nw-a"] and report.resolved[0]["winner"] == "file"
+        assert _served(wb, "nw-a") == (4, "Git wins this one.")
+        assert wb.ingest([folder], actor=SYNC).unchanged == ["nw-a", "nw-b"]
+
+
+def test_the_base_belongs_to_the_fragment_not_the_path(ws, tmp_path):
+    """A sync job's checkout may sit anywhere, a file may be renamed: the base is the fragment's.
+    A file deleted from the folder archives nothing (a folder ingest never does)."""
+    first, elsewhere = tmp_path / "checkout-1", tmp_path / "checkout-2"
+    _file(first, "nw-a", "Original text.")
+    with Workbench.open(ws) as wb:
+        wb.ingest([first], actor=SYNC)
+        wb.edit("nw-a", "Edited by marco.", reason="fix", actor=EDITOR)
+        (elsewhere / "renamed").mkdir(parents=True)
+        shutil.copy(first / "nw-a.md", elsewhere / "renamed" / "a-new-name.md")
+        report = wb.ingest([elsewhere], actor=SYNC)
+        assert report.ahead == [{"id": "nw-a", "file": str(elsewhere / "renamed" / "a-new-name.md")}]
+        assert _served(wb, "nw-a") == (2, "Edited by marco.")
+        (first / "nw-a.md").unlink()
+        assert wb.ingest([first], actor=SYNC).to_dict()["added"] == 0
+        assert wb.get("nw-a", principal=SYNC).status == "active"
+        # an archive in the workbench survives the sync too (the file still says active)
+        wb.archive("nw-a", actor=EDITOR, reason="obsolete")
+        assert [a["id"] for a in wb.ingest([elsewhere], actor=SYNC).ahead] == ["nw-a"]
+        assert wb.get("nw-a", principal=SYNC).status == "archived"
+
+
+def test_fragments_without_a_base(ws, tmp_path):
+    """Existing workspaces: data written before bases were recorded takes as its base what the last
+    ingest of a file took for the fragment. A fragment no file ever held (made in the workbench)
+    and a file with its id are a conflict: nothing says which is newer."""
+    folder = tmp_path / "kb"
+    _file(folder, "nw-a", "Original text.")
+    with Workbench.open(ws) as wb:
+        wb.ingest([folder], actor=SYNC)
+        wb.store._q("DELETE FROM sync_bases")  # as a workspace ingested before migration 013
+        assert wb.store.sync_bases() == {"nw-a": wb.get("nw-a", principal=SYNC).content_hash}
+        wb.edit("nw-a", "Edited by marco.", reason="fix", actor=EDITOR)
+        assert [a["id"] for a in wb.ingest([folder], actor=SYNC).ahead] == ["nw-a"]
+
+        made = wb.add_fragment(kind="note", title="Made in the workbench", body="Workbench text.",
+                               scope="org=northwind,repo=payments-api", owner=EDITOR, actor=EDITOR)
+        _file(folder, made.id, "A file claiming the same id.")
+        report = wb.ingest([folder], actor=SYNC)
+        assert [c["id"] for c in report.conflicts] == [made.id] and "never in step" in report.conflicts[0]["message"]
+        assert wb.get(made.id, principal=SYNC).content.body == "Workbench text."
+        from workbench.ingest.files import render_fragment
+
+        (folder / f"{made.id}.md").write_text(render_fragment(wb.get(made.id, principal=SYNC)))
+        assert made.id in wb.ingest([folder], actor=SYNC).unchanged  # the same text: in step, base recorded
+        assert wb.store.sync_bases([made.id]) == {made.id: wb.get(made.id, principal=SYNC).content_hash}
+
+
+def _repo(root, files):
+    import subprocess
+
+    root.mkdir(parents=True, exist_ok=True)
+    env = {"GIT_AUTHOR_NAME": "Marco", "GIT_AUTHOR_EMAIL": "marco@example.invalid", "GIT_COMMITTER_NAME": "Marco",
+           "GIT_COMMITTER_EMAIL": "marco@example.invalid", "PATH": "/usr/bin:/bin"}
+    if not (root / ".git").exists():
+        subprocess.run(["git", "init", "-q"], cwd=root, check=True, env=env)
+    for name, text in files.items():
+        if text is None:
+            (root / name).unlink()
+        else:
+            (root / name).write_text(text)
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True, env=env)
+    subprocess.run(["git", "commit", "-qm", "change"], cwd=root, check=True, env=env)
+    return root
+
+
+def test_git_ingest_syncs_with_a_base(ws, tmp_path, cli):
+    repo = _repo(tmp_path / "payments-api", {"guide.md": "# Deploys\n\nDeploy with make.\n",
+                                             "other.md": "# Other\n\nSomething else.\n"})
+    args = dict(scope="org=northwind,repo=payments-api", owner=EDITOR, actor=SYNC)
+    with Workbench.open(ws) as wb:
+        first = wb.ingest_git(repo, **args)
+        guide, = [i for i in first.added if ".guide-md." in i]
+        wb.edit(guide, "Deploy with make, then watch the dashboards.", reason="fix", actor=EDITOR)
+        report = wb.ingest_git(repo, **args)  # the repository unchanged: the edit stays
+        assert [a["id"] for a in report.ahead] == [guide] and report.updated == []
+        assert wb.get(guide, principal=SYNC).version == 2
+
+    _repo(repo, {"guide.md": "# Deploys\n\nDeploy with make deploy.\n"})  # changed in git too
+    r = cli("ingest", "--git", str(repo), "--scope", args["scope"], "--owner", EDITOR, "--as", SYNC, "--json",
+            workspace=ws)
+    assert r.returncode == 1 and [c["id"] for c in json.loads(r.stdout)["conflicts"]] == [guide]
+    with Workbench.open(ws) as wb:
+        assert "then watch the dashboards" in wb.get(guide, principal=SYNC).content.body
+        report = wb.ingest_git(repo, resolve="theirs", **args)
+        assert report.updated == [guide] and "make deploy" in wb.get(guide, principal=SYNC).content.body
+        assert wb.ingest_git(repo, **args).conflicts == []
+
+        # a file removed from the repository while its chunk was edited in the workbench: not archived
+        wb.edit(guide, "Edited once more.", reason="again", actor=EDITOR)
+        _repo(repo, {"guide.md": None})
+        report = wb.ingest_git(repo, **args)
+        assert [c["id"] for c in report.conflicts] == [guide] and report.archived == []
+        assert wb.get(guide, principal=SYNC).status == "active"
+        report = wb.ingest_git(repo, resolve="ours", **args)  # kept: later ingests report it ahead
+        assert report.resolved == [{"id": guide, "file": "guide.md", "winner": "database"}]
+        report = wb.ingest_git(repo, **args)
+        assert [a["id"] for a in report.ahead] == [guide] and report.archived == [] and report.conflicts == []
+        # an unedited chunk whose file is removed is archived as before
+        _repo(repo, {"other.md": None, "new.md": "# New\n\nNew text.\n"})
+        assert len(wb.ingest_git(repo, **args).archived) == 1
