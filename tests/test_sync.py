@@ -201,3 +201,46 @@ def test_git_ingest_syncs_with_a_base(ws, tmp_path, cli):
         # an unedited chunk whose file is removed is archived as before
         _repo(repo, {"other.md": None, "new.md": "# New\n\nNew text.\n"})
         assert len(wb.ingest_git(repo, **args).archived) == 1
+
+
+def test_migration_013_takes_the_bases_of_an_existing_workspace(tmp_path, monkeypatch):
+    """A DuckDB workspace at schema 012: a fragment ingested from a file (twice, from two paths) and
+    a git chunk. After the upgrade, each has the base its last ingest took (PostgreSQL's 013 runs
+    the same statements; the runtime fallback of ``sync_bases`` is tested on both backends above)."""
+    from datetime import datetime
+
+    from workbench.models import Content, Scope
+    from workbench.store import migrations
+    from workbench.store.rows import VersionWrite
+
+    from conftest import CONFIG
+
+    before = tmp_path / "migrations-012"
+    before.mkdir()
+    for path in migrations.MIGRATIONS_DIR.glob("*.sql"):
+        if path.name[:3] < "013":
+            shutil.copy2(path, before / path.name)
+    root = tmp_path / "ws"
+
+    def content(body):
+        return Content(kind="note", title="T", body=body, scope=Scope("northwind", repo="payments-api"),
+                       owner=EDITOR)
+
+    old, new, chunk = content("old"), content("new"), content("chunk")
+    with monkeypatch.context() as m:
+        m.setattr(migrations, "MIGRATIONS_DIR", before)
+        with Workbench.init(root, config=CONFIG) as wb:
+            with wb.store.transaction():
+                wb.store.write_versions([
+                    VersionWrite("nw-a", 1, old, SYNC, "ingest a.md", datetime(2025, 1, 1)),
+                    VersionWrite("git.x", 1, chunk, SYNC, "git ingest x@0000000000", datetime(2025, 1, 1))])
+                wb.store.write_versions([
+                    VersionWrite("nw-a", 2, new, SYNC, "ingest a.md", datetime(2025, 1, 2)),
+                    VersionWrite("git.x", 2, content("edited"), EDITOR, "fix", datetime(2025, 1, 3))])
+                wb.store.put_ingested_files([("/a/a.md", "f1", "nw-a", old.content_hash())], datetime(2025, 1, 1))
+                wb.store.put_ingested_files([("/b/a.md", "f2", "nw-a", new.content_hash())], datetime(2025, 1, 2))
+            assert 13 not in wb.store.schema_versions()
+    with Workbench.open(root) as wb:  # migrated on open
+        assert 13 in wb.store.schema_versions()
+        rows = wb.store._q("SELECT fragment_id, content_hash, source FROM sync_bases ORDER BY fragment_id")
+        assert rows == [("git.x", chunk.content_hash(), None), ("nw-a", new.content_hash(), "/b/a.md")]
