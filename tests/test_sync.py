@@ -11,9 +11,9 @@ import json
 import shutil
 
 import pytest
-from workbench import Workbench
-
 from conftest import write_fragment
+
+from workbench import Workbench
 
 SYNC = "kb.sync"        # the sync job's principal
 EDITOR = "marco.bianchi"
@@ -169,7 +169,7 @@ def _repo(root, files):
 def test_git_ingest_syncs_with_a_base(ws, tmp_path, cli):
     repo = _repo(tmp_path / "payments-api", {"guide.md": "# Deploys\n\nDeploy with make.\n",
                                              "other.md": "# Other\n\nSomething else.\n"})
-    args = dict(scope="org=northwind,repo=payments-api", owner=EDITOR, actor=SYNC)
+    args = {"scope": "org=northwind,repo=payments-api", "owner": EDITOR, "actor": SYNC}
     with Workbench.open(ws) as wb:
         first = wb.ingest_git(repo, **args)
         guide, = [i for i in first.added if ".guide-md." in i]
@@ -209,11 +209,11 @@ def test_migration_013_takes_the_bases_of_an_existing_workspace(tmp_path, monkey
     the same statements; the runtime fallback of ``sync_bases`` is tested on both backends above)."""
     from datetime import datetime
 
+    from conftest import CONFIG
+
     from workbench.models import Content, Scope
     from workbench.store import migrations
     from workbench.store.rows import VersionWrite
-
-    from conftest import CONFIG
 
     before = tmp_path / "migrations-012"
     before.mkdir()

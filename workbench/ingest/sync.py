@@ -32,9 +32,6 @@ NEW, SAME, AHEAD, UPDATE, CONFLICT = "new", "same", "ahead", "update", "conflict
 RESOLUTIONS = ("theirs", "ours")
 REMOVED = "removed"  # the base of a git chunk whose removal the database's version outlived (--ours)
 
-AHEAD_HINT = "database ahead of file: the file is unchanged since it was last in step, the workbench " \
-             "has newer versions; nothing overwritten (`workbench export-files DIR` writes them to the file)"
-
 
 def verdict(file_hash: str, db_hash: str | None, base: str | None) -> str:
     """How a file relates to the database (one of NEW, SAME, AHEAD, UPDATE, CONFLICT); see the table."""
@@ -71,5 +68,5 @@ def conflict_message(file: str, fragment_id: str, base: str | None, *, removed: 
     return f"{why}; nothing overwritten (ingest --theirs: the file wins; --ours: the workbench's version wins)"
 
 
-__all__ = ["NEW", "SAME", "AHEAD", "UPDATE", "CONFLICT", "RESOLUTIONS", "REMOVED", "AHEAD_HINT", "verdict",
-           "removal_verdict", "conflict_message"]
+__all__ = ["AHEAD", "CONFLICT", "NEW", "REMOVED", "RESOLUTIONS", "SAME", "UPDATE", "conflict_message",
+           "removal_verdict", "verdict"]

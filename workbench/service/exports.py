@@ -43,7 +43,7 @@ class Exports(Feature):
         own = own_files(Path(out), self.store.ingested_files())
         written = export_files(chosen, Path(out), force=force, progress=progress, own=own,
                                meta={"principal": who.name, "scope": str(within) if within else None})
-        self._move_bases(chosen, own, dict((str(path), text) for path, text in written), Path(out))
+        self._move_bases(chosen, own, {str(path): text for path, text in written}, Path(out))
         return [path for path, _ in written]
 
     def _move_bases(self, chosen: list[Fragment], own: dict[str, tuple[str, str, str]], texts: dict[str, str],
