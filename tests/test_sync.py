@@ -63,15 +63,15 @@ def test_a_sync_never_reverts_an_edit_and_conflicts_are_settled_explicitly(ws, t
     r = cli("ingest", str(folder), "--as", SYNC, "--json", workspace=ws)
     assert r.returncode == 0 and json.loads(r.stdout)["ahead"] == [{"id": "nw-a", "file": str(folder / "nw-a.md")}]
 
-    # both changed since the base: a conflict, nothing overwritten, exit 1 with a summary
+    # both changed since the base: a conflict, nothing overwritten, exit 3 with a summary
     _file(folder, "nw-a", "Changed in git meanwhile.")
     r = cli("ingest", str(folder), "--as", SYNC, workspace=ws)
-    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert r.returncode == 3, (r.stdout, r.stderr)
     assert "conflict: " in r.stderr and "nw-a changed both in the file and in the workbench" in r.stderr
     assert "1 conflict(s)" in r.stderr and "--theirs" in r.stderr and "Traceback" not in r.stderr
     r = cli("ingest", str(folder), "--as", SYNC, "--json", workspace=ws)
     data = json.loads(r.stdout)
-    assert r.returncode == 1 and [c["id"] for c in data["conflicts"]] == ["nw-a"] and data["updated"] == 0
+    assert r.returncode == 3 and [c["id"] for c in data["conflicts"]] == ["nw-a"] and data["updated"] == 0
     assert cli("ingest", str(folder), "--as", SYNC, "--theirs", "--ours", workspace=ws).returncode == 2
     with Workbench.open(ws) as wb:
         assert _served(wb, "nw-a") == (2, "Edited by marco in the workbench.")
@@ -181,7 +181,7 @@ def test_git_ingest_syncs_with_a_base(ws, tmp_path, cli):
     _repo(repo, {"guide.md": "# Deploys\n\nDeploy with make deploy.\n"})  # changed in git too
     r = cli("ingest", "--git", str(repo), "--scope", args["scope"], "--owner", EDITOR, "--as", SYNC, "--json",
             workspace=ws)
-    assert r.returncode == 1 and [c["id"] for c in json.loads(r.stdout)["conflicts"]] == [guide]
+    assert r.returncode == 3 and [c["id"] for c in json.loads(r.stdout)["conflicts"]] == [guide]
     with Workbench.open(ws) as wb:
         assert "then watch the dashboards" in wb.get(guide, principal=SYNC).content.body
         report = wb.ingest_git(repo, resolve="theirs", **args)

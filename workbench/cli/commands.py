@@ -78,7 +78,7 @@ def ingest(paths, git, include, scope, owner, dry_run, principal, reason, progre
                                progress=report_progress if progress else None, allow_secret=allow_secret,
                                dry_run=dry_run, resolve=resolve)
     data = report.to_dict()
-    status = 2 if data["errors"] else 1 if data.get("conflicts") else 0
+    status = 2 if data["errors"] else 3 if data.get("conflicts") else 0  # 3: a sync job must notice
     if as_json:
         emit_json(data)
         return status
@@ -106,7 +106,7 @@ def ingest(paths, git, include, scope, owner, dry_run, principal, reason, progre
 
 def _sync_lines(data: dict) -> None:
     """Per fragment: the workbench ahead of its file (stdout: nothing is wrong), conflicts (stderr:
-    the exit status is 1) and conflicts settled by --theirs / --ours."""
+    the exit status is 3) and conflicts settled by --theirs / --ours."""
     for item in data.get("ahead", []):
         print(f"database ahead of file: {item['id']} ({item['file']}): the workbench has newer versions; "
               "nothing overwritten (`workbench export-files DIR` writes them to the file)")
