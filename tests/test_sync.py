@@ -124,8 +124,12 @@ def test_the_base_belongs_to_the_fragment_not_the_path(ws, tmp_path):
 
 def test_fragments_without_a_base(ws, tmp_path):
     """Existing workspaces: data written before bases were recorded takes as its base what the last
-    ingest of a file took for the fragment. A fragment no file ever held (made in the workbench)
-    and a file with its id are a conflict: nothing says which is newer."""
+    ingest of a file took for the fragment. A fragment no file ever held (made in the workbench):
+    a stale copy of it (an older version, e.g. exported before bases were kept) is reported ahead,
+    any other file is taken (nothing was in step, so nothing is reverted), and export-files gives
+    it its first base."""
+    from workbench.ingest.files import render_fragment
+
     folder = tmp_path / "kb"
     _file(folder, "nw-a", "Original text.")
     with Workbench.open(ws) as wb:
@@ -137,15 +141,27 @@ def test_fragments_without_a_base(ws, tmp_path):
 
         made = wb.add_fragment(kind="note", title="Made in the workbench", body="Workbench text.",
                                scope="org=northwind,repo=payments-api", owner=EDITOR, actor=EDITOR)
-        _file(folder, made.id, "A file claiming the same id.")
-        report = wb.ingest([folder], actor=SYNC)
-        assert [c["id"] for c in report.conflicts] == [made.id] and "never in step" in report.conflicts[0]["message"]
-        assert wb.get(made.id, principal=SYNC).content.body == "Workbench text."
-        from workbench.ingest.files import render_fragment
+        stale = tmp_path / "old-export"
+        stale.mkdir()
+        (stale / f"{made.id}.md").write_text(render_fragment(wb.get(made.id, principal=SYNC)))
+        wb.edit(made.id, "Workbench text, edited.", reason="fix", actor=EDITOR)
+        report = wb.ingest([stale], actor=SYNC)
+        assert [a["id"] for a in report.ahead] == [made.id] and not report.updated
+        assert wb.get(made.id, principal=SYNC).content.body == "Workbench text, edited."
+        hand = wb.add_fragment(kind="note", title="Made here too", body="Workbench text.",
+                               scope="org=northwind,repo=payments-api", owner=EDITOR, actor=EDITOR)
+        _file(tmp_path / "by-hand", hand.id, "A file written by hand.", title="Made here too")
+        assert wb.ingest([tmp_path / "by-hand"], actor=SYNC).updated == [hand.id]
+        assert wb.store.sync_bases([hand.id]) == {hand.id: wb.get(hand.id, principal=SYNC).content_hash}
 
-        (folder / f"{made.id}.md").write_text(render_fragment(wb.get(made.id, principal=SYNC)))
-        assert made.id in wb.ingest([folder], actor=SYNC).unchanged  # the same text: in step, base recorded
-        assert wb.store.sync_bases([made.id]) == {made.id: wb.get(made.id, principal=SYNC).content_hash}
+        other = wb.add_fragment(kind="note", title="Also made here", body="Text.",
+                                scope="org=northwind,repo=payments-api", owner=EDITOR, actor=EDITOR)
+        out = tmp_path / "exported"
+        wb.export_files(out, principal=SYNC)
+        assert wb.store.sync_bases([other.id]) == {other.id: other.content_hash}
+        wb.edit(other.id, "Text, edited after the export.", reason="fix", actor=EDITOR)
+        assert [a["id"] for a in wb.ingest([out], actor=SYNC).ahead] == [other.id]
+        assert wb.get(other.id, principal=SYNC).content.body == "Text, edited after the export."
 
 
 def _repo(root, files):

@@ -26,8 +26,12 @@ def planned(fragments: list[Fragment], places: dict[str, str] | None = None) -> 
     or bidi character someone wrote is shown as ``\\uXXXX``; bundles keep values exact). ``places``:
     fragment id → the relative path of its own file (see ``own_files``), else ORG/REPO/ID.md."""
     places = places or {}
-    return [(places.get(f.id) or f"{f.scope.org}/{f.scope.repo or '_org'}/{f.id}.md", inert(render_fragment(f)))
-            for f in fragments]
+    return [(place(f, places), inert(render_fragment(f))) for f in fragments]
+
+
+def place(fragment: Fragment, places: dict[str, str]) -> str:
+    """Where ``export_files`` writes ``fragment``, relative to its folder."""
+    return places.get(fragment.id) or f"{fragment.scope.org}/{fragment.scope.repo or '_org'}/{fragment.id}.md"
 
 
 def own_files(out: Path, ingested: dict[str, tuple[str, str, str]]) -> dict[str, tuple[str, str, str]]:

@@ -166,7 +166,7 @@ def plan_writes(items: list, known: dict[str, tuple], report: IngestReport, *, n
                 authorize: Callable[[Any], str | None] | None = None, owner_verifies: bool = True,
                 ignored: set[str] | None = None, hashes: dict[str, str] | None = None,
                 bases: dict[str, str] | None = None, resolve: str | None = None,
-                moved: dict[str, str] | None = None
+                moved: dict[str, str] | None = None, older: dict[str, frozenset[str]] | None = None
                 ) -> tuple[list[VersionWrite], list[tuple[str, datetime]]]:
     """Versions to append for ``items`` (anything with id, content, created, updated,
     verified and file): new fragments, changed ones; unchanged ones change nothing.
@@ -179,7 +179,8 @@ def plan_writes(items: list, known: dict[str, tuple], report: IngestReport, *, n
     the file changed since its base and the database did not (or ``resolve`` is "theirs"); a
     database ahead of its file and a conflict are reported (``report.ahead``, ``report.conflicts``)
     and nothing is written. ``moved`` receives id → content hash of each fragment whose base moves
-    to its file. Without ``bases`` a changed item always appends a version (bundles)."""
+    to its file; ``older``: id → the hashes of earlier versions of fragments without a base. Without
+    ``bases`` a changed item always appends a version (bundles)."""
     hashes = hashes or {}
     moved = {} if moved is None else moved
     writes: list[VersionWrite] = []
@@ -193,7 +194,7 @@ def plan_writes(items: list, known: dict[str, tuple], report: IngestReport, *, n
         current = known.get(item.id)
         digest = hashes.get(item.id) or item.content.content_hash()
         if current is not None and bases is not None and not _sync_takes(item, digest, current[0], bases, resolve,
-                                                                         report, moved):
+                                                                         report, moved, older or {}):
             continue
         author = actor or item.content.owner
         why = reason or f"ingest {Path(item.file).name}"
@@ -224,12 +225,12 @@ def plan_writes(items: list, known: dict[str, tuple], report: IngestReport, *, n
 
 
 def _sync_takes(item, digest: str, db_hash: str, bases: dict[str, str], resolve: str | None,
-                report: IngestReport, moved: dict[str, str]) -> bool:
+                report: IngestReport, moved: dict[str, str], older: dict[str, frozenset[str]]) -> bool:
     """True when ``item`` (an existing fragment's file) is to be taken as usual (same or a file-only
     change, or the file wins by ``--theirs``); else it is reported ahead or in conflict (or the
     database wins by ``--ours``: its base moves to the file) and nothing is written."""
     base = bases.get(item.id)
-    found = verdict(digest, db_hash, base)
+    found = verdict(digest, db_hash, base, older.get(item.id, frozenset()))
     if found in (SAME, UPDATE):
         return True
     where = {"id": item.id, "file": item.file}
@@ -242,7 +243,7 @@ def _sync_takes(item, digest: str, db_hash: str, bases: dict[str, str], resolve:
         report.resolved.append({**where, "winner": "database"})
         moved[item.id] = digest
     else:
-        report.conflicts.append({**where, "message": conflict_message(item.file, item.id, base)})
+        report.conflicts.append({**where, "message": conflict_message(item.file, item.id)})
     return False
 
 
@@ -273,10 +274,13 @@ def ingest_files(store: Store, config: WorkspaceConfig, paths: Iterable[str | Pa
     currents = {f.id: f for f in store.fragments(ids=[p.id for p in parsed if p.id in known])}
     unverified: set[str] = set()
     moved: dict[str, str] = {}
+    hashes = {row[2]: row[3] for row in file_rows}
+    older = {p.id: frozenset(v.content_hash for v in store.versions(p.id)) for p in parsed  # rare: no base
+             if p.id in known and p.id not in bases and known[p.id][0] != hashes[p.id]}
     writes, newly_verified = plan_writes(parsed, known, report, now=now, actor=actor.name, reason=reason,
                                          authorize=authorizer(actor, currents, config.principals),
-                                         ignored=unverified, hashes={row[2]: row[3] for row in file_rows},
-                                         bases=bases, resolve=resolve, moved=moved)
+                                         ignored=unverified, hashes=hashes, bases=bases, resolve=resolve,
+                                         moved=moved, older=older)
     refused = {e["file"] for e in report.errors}
     held = {c["id"] for c in report.conflicts}  # a conflicted file is not taken: its ingested row stays
     kept = {a["id"] for a in report.ahead} | {r["id"] for r in report.resolved if r["winner"] == "database"}

@@ -13,7 +13,10 @@ file == database                same        nothing (the base moves to the file)
 file == base != database        ahead       nothing: "database ahead of file"
 database == base != file        update      a new version from the file; the base moves
 file, database, base all differ conflict    nothing, reported; non-zero exit
-no base, file != database       conflict    (never in step: nothing says which is newer)
+no base, file is an older       ahead       nothing (a stale copy, e.g. exported before
+version of the fragment                     bases were kept)
+no base, any other file         update      a new version from the file (nothing was ever in
+                                            step, so nothing is reverted); the base moves
 ==============================  ==========  ===============================================
 
 ``--theirs`` makes the file win an ahead or a conflicted fragment (a new version from the file, the
@@ -33,15 +36,19 @@ RESOLUTIONS = ("theirs", "ours")
 REMOVED = "removed"  # the base of a git chunk whose removal the database's version outlived (--ours)
 
 
-def verdict(file_hash: str, db_hash: str | None, base: str | None) -> str:
-    """How a file relates to the database (one of NEW, SAME, AHEAD, UPDATE, CONFLICT); see the table."""
+def verdict(file_hash: str, db_hash: str | None, base: str | None, older: frozenset[str] = frozenset()) -> str:
+    """How a file relates to the database (one of NEW, SAME, AHEAD, UPDATE, CONFLICT); see the
+    table. ``older``: the content hashes of the fragment's earlier versions (read for a fragment
+    without a base only)."""
     if db_hash is None:
         return NEW
     if file_hash == db_hash:
         return SAME
-    if base is not None and file_hash == base:
+    if base is None:
+        return AHEAD if file_hash in older else UPDATE
+    if file_hash == base:
         return AHEAD
-    if base is not None and db_hash == base:
+    if db_hash == base:
         return UPDATE
     return CONFLICT
 
@@ -56,13 +63,10 @@ def removal_verdict(db_hash: str, base: str | None) -> str:
     return CONFLICT
 
 
-def conflict_message(file: str, fragment_id: str, base: str | None, *, removed: bool = False) -> str:
+def conflict_message(file: str, fragment_id: str, *, removed: bool = False) -> str:
     """Why ``fragment_id`` from ``file`` was not written, and how to resolve it."""
     if removed:
         why = f"{file}: {fragment_id} was removed from the repository but changed in the workbench since its last ingest"
-    elif base is None:
-        why = f"{file}: {fragment_id} differs from the workbench's version and was never in step with a file " \
-              "(no base: nothing says which is newer)"
     else:
         why = f"{file}: {fragment_id} changed both in the file and in the workbench since the file was last in step"
     return f"{why}; nothing overwritten (ingest --theirs: the file wins; --ours: the workbench's version wins)"

@@ -294,7 +294,7 @@ class Ingestion(Feature):
             report.resolved.append({**where, "winner": "database"})
             base_rows.append((f.id, REMOVED, ident.origin(file)))
         else:
-            report.conflicts.append({**where, "message": conflict_message(file, f.id, base, removed=True)})
+            report.conflicts.append({**where, "message": conflict_message(file, f.id, removed=True)})
         return False
 
 
