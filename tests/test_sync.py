@@ -78,6 +78,7 @@ def test_a_sync_never_reverts_an_edit_and_conflicts_are_settled_explicitly(ws, t
         # --ours: the workbench wins, nothing written; the file is the base now, so it is "ahead"
         report = wb.ingest([folder], actor=SYNC, resolve="ours")
         assert report.resolved == [{"id": "nw-a", "file": str(folder / "nw-a.md"), "winner": "database"}]
+        assert wb.store.events(action="ingest")[-1]["detail"]["resolved"] == {"file": 0, "database": 1}
         assert _served(wb, "nw-a") == (2, "Edited by marco in the workbench.")
         assert [a["id"] for a in wb.ingest([folder], actor=SYNC).ahead] == ["nw-a"]
 

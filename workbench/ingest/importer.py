@@ -313,13 +313,15 @@ def ingest_files(store: Store, config: WorkspaceConfig, paths: Iterable[str | Pa
         for fragment_id, found in sorted(overrides.items()):
             if fragment_id in numbers:
                 store.put_secret_override(fragment_id, numbers[fragment_id], actor.name, now, found)
-        if not writes:
+        if not writes and not report.resolved:
             return report
+        won = [r["winner"] for r in report.resolved]  # a conflict settled by --theirs / --ours is on record
         store.add_event("ingest", actor=actor.name, detail={"added": len(report.added),
                                                              "updated": len(report.updated),
                                                              "errors": len(report.errors),
-                                                             **({"resolved": report.resolved}
-                                                                if report.resolved else {})})
+                                                             **({"resolved": {"file": won.count("file"),
+                                                                              "database": won.count("database")}}
+                                                                if won else {})})
     if written is not None:
         written.extend(writes)
     return report
