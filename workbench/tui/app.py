@@ -433,9 +433,9 @@ class WorkbenchApp(App):
     def ingest_folder(self, folder: str) -> None:
         def job(progress) -> str:
             report = self.wb.ingest([Path(folder)], actor=self.principal, progress=progress).to_dict()
-            sync = "".join(f", {len(report[key])} {label}" for key, label in
-                           (("ahead", "where the workbench is ahead"), ("conflicts", "conflicts (nothing of them "
-                            "written: workbench ingest --theirs or --ours)")) if report.get(key))
+            labels = (("ahead", "where the workbench is ahead"),
+                      ("conflicts", "conflicts (nothing of them written: workbench ingest --theirs or --ours)"))
+            sync = "".join(f", {len(report[key])} {label}" for key, label in labels if report.get(key))
             return (f"ingest: {report['added']} added, {report['updated']} updated, {report['unchanged']} unchanged, "
                     f"{len(report['errors'])} errors{sync}")
         self.run_job(f"ingesting {folder}", job)
