@@ -42,6 +42,17 @@ def write_fragment(folder: Path, fid: str, **kw) -> Path:
     return path
 
 
+def write_at_old_schema(wb, folder: Path, fid: str, **kw) -> None:
+    """Store one fragment (``write_fragment``'s) in a workspace whose schema is older than this
+    code's (tests that point MIGRATIONS_DIR at older migrations): through the store's oldest write,
+    since today's ingest needs today's tables (its sync bases came with 013)."""
+    from workbench.ingest.files import parse_fragment
+    from workbench.models import utcnow
+
+    item = parse_fragment(write_fragment(folder, fid, **kw).read_text(encoding="utf-8"), file=f"{fid}.md")
+    wb.store.append_version(item.id, item.content, author="marco.bianchi", reason=f"ingest {fid}.md", at=utcnow())
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     """An empty workspace with the sample workbench.yaml."""

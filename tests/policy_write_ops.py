@@ -38,7 +38,9 @@ class WriteOps:
                    ("" if cur is None else f" (was {cur.cur.scope.text()} owner={cur.cur.owner})")
         allowed = {verdicts[DECIDED].allowed}
         try:
-            report = self.wb.ingest([path], actor=actor)
+            # the file's state is the write under test: it wins over edits made since the last ingest
+            # (--theirs), as every ingest did before sync bases (tests/test_sync.py covers those)
+            report = self.wb.ingest([path], actor=actor, resolve="theirs")
         except Exception as e:  # noqa: BLE001 - a refused file is a per-file error, never an exception
             self.fail(f"{describe}: raised {type(e).__name__}: {e}")
         if report.errors:

@@ -11,7 +11,7 @@ import shutil
 import duckdb
 import pytest
 import yaml
-from conftest import CONFIG, write_fragment
+from conftest import CONFIG, write_at_old_schema, write_fragment
 
 from workbench import Workbench
 from workbench.config import WorkspaceConfig
@@ -220,7 +220,7 @@ def test_migration_009_keeps_the_sets_made_before_it(tmp_path, monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(migrations, "MIGRATIONS_DIR", before)
         with Workbench.init(root, config=CONFIG) as wb:
-            assert not wb.ingest([write_fragment(tmp_path / "in", "nw-old")], actor="marco.bianchi").errors
+            write_at_old_schema(wb, tmp_path / "in", "nw-old")
     con = duckdb.connect(str(root / "workbench.duckdb"))   # a set as 005 kept it: named workspace-wide
     try:
         con.execute("INSERT INTO sets VALUES ('old-set', 'marco.bianchi', ?, NULL, now())", [PAY])

@@ -241,6 +241,26 @@ async def test_an_ingest_shows_its_progress_bar_and_the_new_rows(wb, tmp_path):
         assert "nw-note-progress-00" in {r.id for r in app.screen.items}
 
 
+async def test_an_ingest_notification_names_what_the_workbench_is_ahead_on_and_conflicts(wb, tmp_path):
+    from conftest import write_fragment
+
+    folder = tmp_path / "kb"
+    for fid in ("nw-sync-a", "nw-sync-b"):
+        write_fragment(folder, fid, body="As in git.", owner="marco.bianchi")
+    wb.ingest([folder], actor="marco.bianchi")
+    for fid in ("nw-sync-a", "nw-sync-b"):
+        wb.edit(fid, "Edited in the workbench.", reason="fix", actor="marco.bianchi")
+    write_fragment(folder, "nw-sync-b", body="Changed in git too.", owner="marco.bianchi")
+    app = app_for(wb)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        app.ingest_folder(str(folder))
+        await until(pilot, lambda: any("ingest:" in n.message or n.severity == "error" for n in app._notifications))
+        message = next(n.message for n in app._notifications if "ingest:" in n.message)
+        assert "1 where the workbench is ahead" in message and "1 conflicts" in message and "--theirs" in message
+    assert wb.get("nw-sync-b", principal="marco.bianchi").content.body == "Edited in the workbench."
+
+
 def test_the_lexical_preview_uses_the_persisted_fts_index_when_current(wb):
     import shutil
 

@@ -12,7 +12,7 @@ import zipfile
 
 import duckdb
 import pytest
-from conftest import CONFIG, run_cli, write_fragment
+from conftest import CONFIG, run_cli, write_at_old_schema
 
 from workbench import Workbench
 from workbench.store import migrations
@@ -108,7 +108,7 @@ def _older_workspace(tmp_path, monkeypatch, below: str = "010"):
     with monkeypatch.context() as m:
         m.setattr(migrations, "MIGRATIONS_DIR", before)
         with Workbench.init(root, config=CONFIG) as wb:
-            assert not wb.ingest([write_fragment(tmp_path / "in", "nw-old")], actor="marco.bianchi").errors
+            write_at_old_schema(wb, tmp_path / "in", "nw-old")
     return root
 
 

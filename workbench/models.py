@@ -301,12 +301,21 @@ class IngestReport:
     warnings: list[dict[str, str]] = field(default_factory=list)
     archived: list[str] = field(default_factory=list)
     dry_run: bool = False
+    # sync with a base (ingest/sync.py), each {"id", "file"}: fragments the workbench changed since
+    # their file was last in step (nothing written), conflicts (+ "message"; nothing written) and
+    # conflicts resolved by --theirs / --ours (+ "winner": "file" or "database")
+    ahead: list[dict[str, str]] = field(default_factory=list)
+    conflicts: list[dict[str, str]] = field(default_factory=list)
+    resolved: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         data = {"added": len(self.added), "updated": len(self.updated), "unchanged": len(self.unchanged),
                 "errors": list(self.errors), "warnings": list(self.warnings)}
         if self.archived:
             data["archived"] = len(self.archived)
+        for key in ("ahead", "conflicts", "resolved"):
+            if getattr(self, key):
+                data[key] = [dict(item) for item in getattr(self, key)]
         if self.dry_run:
             data["dry_run"] = True
             data["plan"] = {"add": [{"id": i} for i in self.added], "update": [{"id": i} for i in self.updated],

@@ -52,8 +52,13 @@ def init(config, force, store, as_json):
 @click.option("--progress", is_flag=True, help="report progress on stderr")
 @click.option("--allow-secret", is_flag=True,
               help="store fragments even if they contain a credential (the override is recorded)")
+@click.option("--theirs", is_flag=True, help="settle conflicts (and fragments the workbench is ahead on) for the "
+              "file: its text becomes a new version")
+@click.option("--ours", is_flag=True, help="settle conflicts for the workbench: nothing is written, the file is "
+              "taken as the base (then `export-files` writes the workbench's version to it)")
 @json_option()
-def ingest(paths, git, include, scope, owner, dry_run, principal, reason, progress, allow_secret, as_json):
+def ingest(paths, git, include, scope, owner, dry_run, principal, reason, progress, allow_secret, theirs, ours,
+           as_json):
     from ..errors import UserError
 
     def report_progress(stage: str, done: int, total: int) -> None:
@@ -61,23 +66,28 @@ def ingest(paths, git, include, scope, owner, dry_run, principal, reason, progre
 
     if bool(git) == bool(paths):
         raise UserError("give fragment PATHs, or --git REPO_PATH (one or the other)")
+    if theirs and ours:
+        raise UserError("--theirs and --ours settle conflicts opposite ways: give one")
+    resolve = "theirs" if theirs else "ours" if ours else None
     with open_workbench() as wb:
         if git:
             report = wb.ingest_git(git, include=values(include), scope=scope, actor=principal, owner=owner,
-                                   allow_secret=allow_secret, dry_run=dry_run)
+                                   allow_secret=allow_secret, dry_run=dry_run, resolve=resolve)
         else:
             report = wb.ingest(list(paths), actor=principal, reason=reason,
                                progress=report_progress if progress else None, allow_secret=allow_secret,
-                               dry_run=dry_run)
+                               dry_run=dry_run, resolve=resolve)
     data = report.to_dict()
+    status = 2 if data["errors"] else 3 if data.get("conflicts") else 0  # 3: a sync job must notice
     if as_json:
         emit_json(data)
-        return 2 if data["errors"] else 0
+        return status
     for err in data["errors"]:
         where = err["message"] if err["message"].startswith(err["file"]) else err["file"] + ": " + err["message"]
         print(f"skipped {where}", file=sys.stderr)
     for warn in data["warnings"]:
         print(f"warning: {warn['file']}: {warn['message']}", file=sys.stderr)
+    _sync_lines(data)
     if data.get("dry_run"):
         rows = [[f"would {action}", item["id"], item.get("path", "")] for action, items in data["plan"].items()
                 for item in items]
@@ -86,11 +96,34 @@ def ingest(paths, git, include, scope, owner, dry_run, principal, reason, progre
         repo = f" ({data['repo']['name']} as {data['repo']['key']})" if "repo" in data else ""
         print(f"dry run{repo}, nothing written: would add "
               f"{data['added']}, update {data['updated']}, archive {data.get('archived', 0)}; "
-              f"unchanged {data['unchanged']}, errors {len(data['errors'])}")
-        return 2 if data["errors"] else 0
+              f"unchanged {data['unchanged']}, " + _sync_counts(data) + f"errors {len(data['errors'])}")
+        return status
     print(f"added {data['added']}, updated {data['updated']}, unchanged {data['unchanged']}, "
-          + (f"archived {data['archived']}, " if data.get("archived") else "") + f"errors {len(data['errors'])}")
-    return 2 if data["errors"] else 0
+          + (f"archived {data['archived']}, " if data.get("archived") else "") + _sync_counts(data)
+          + f"errors {len(data['errors'])}")
+    return status
+
+
+def _sync_lines(data: dict) -> None:
+    """Per fragment: the workbench ahead of its file (stdout: nothing is wrong), conflicts (stderr:
+    the exit status is 3) and conflicts settled by --theirs / --ours."""
+    for item in data.get("ahead", []):
+        print(f"database ahead of file: {item['id']} ({item['file']}): the workbench has newer versions; "
+              "nothing overwritten (`workbench export-files DIR` writes them to the file)")
+    for item in data.get("resolved", []):
+        won = "the file's text is a new version" if item["winner"] == "file" else \
+            "kept the workbench's version (`workbench export-files DIR` writes it to the file)"
+        print(f"resolved: {item['id']} ({item['file']}): {won}")
+    for item in data.get("conflicts", []):
+        print(f"conflict: {item['message']}", file=sys.stderr)
+    if data.get("conflicts"):
+        print(f"{len(data['conflicts'])} conflict(s): nothing of them was written; settle them with "
+              "`workbench ingest --theirs` (the file wins) or `--ours` (the workbench wins)", file=sys.stderr)
+
+
+def _sync_counts(data: dict) -> str:
+    return "".join(f"{label} {len(data[key])}, " for key, label in
+                   (("ahead", "database ahead"), ("conflicts", "conflicts"), ("resolved", "resolved")) if data.get(key))
 
 
 @command("list", "List the fragments a principal can see.",

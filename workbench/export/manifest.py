@@ -154,12 +154,15 @@ def _manifest_text(exports: dict[str, dict[str, Any]]) -> bytes:
     return (json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
-def _plan_export(base: Path, out: Path, plan: list[tuple[str, bytes]], kind: str, force: bool
+def _plan_export(base: Path, out: Path, plan: list[tuple[str, bytes]], kind: str, force: bool,
+                 known: dict[str, str] | None = None
                  ) -> tuple[dict[str, dict[str, Any]], list[str], dict[str, list[str]]]:
     """Check every file against what is there, before the first byte: (the exports recorded, the
-    paths to prune, {path: [sha256]} of what may be there now from earlier exports)."""
+    paths to prune, {path: [sha256]} of what may be there now from earlier exports). ``known``:
+    {path: sha256} of files the caller knows it may replace as they are (see ``write_export``)."""
     exports = read_manifest(base, force=force)
     entry = exports.get(kind, {})
+    known = known or {}
     accepted: dict[str, set[str]] = {}
     for relative, digests in entry.get("previous", {}).items():
         accepted.setdefault(relative, set()).update(digests if isinstance(digests, list) else [digests])
@@ -173,9 +176,14 @@ def _plan_export(base: Path, out: Path, plan: list[tuple[str, bytes]], kind: str
         if not os.path.lexists(target):
             continue
         current = _file_sha(target)
+        if current is not None and current == known.get(relative):
+            accepted.setdefault(relative, set()).add(current)  # recorded as "previous" while the export runs
         if current is not None and current in accepted.get(relative, ()):
             continue
-        if relative in accepted:
+        if relative in known:
+            why = "changed since it was last ingested (ingest it first; a conflict is settled by ingest --theirs " \
+                  "or --ours)"
+        elif relative in accepted:
             why = "changed since workbench wrote it"
         elif relative in others:
             why = f"written by the {others[relative][0]} export"
@@ -223,7 +231,8 @@ def _put_back(backup: Path, target: Path) -> None:
 
 
 def write_export(out: Path, files: Files, *, kind: str, meta: dict[str, Any] | None = None, force: bool = False,
-                 progress: Progress | None = None, stage: str = "export") -> Written:
+                 progress: Progress | None = None, stage: str = "export", known: dict[str, str] | None = None
+                 ) -> Written:
     """Write an export of ``kind`` into ``out`` and record it in ``out/.workbench-export.json``
     (per kind: ``meta``, and each file with its sha256).
 
@@ -231,6 +240,8 @@ def write_export(out: Path, files: Files, *, kind: str, meta: dict[str, Any] | N
     no ``force``. Files it did not write are never touched: a file in the way that workbench did
     not write (or that changed since it wrote it, or that another kind of export wrote) is refused
     unless ``force``; other files in ``out`` do not matter, so ``out`` may be a repository root.
+    ``known`` ({path: sha256}) names files workbench did not write that it may replace while they
+    hold exactly that content (fragment files as an ingest took them: nothing in them is lost).
     Containment as in ``write_tree``, checked before the first byte. A new or empty ``out``
     appears at once; otherwise files are replaced one by one, the manifest first marked as in
     progress and committed last, and any failure puts back every file as it was.
@@ -246,7 +257,7 @@ def write_export(out: Path, files: Files, *, kind: str, meta: dict[str, Any] | N
         check_export_folder(out, force=force)
         base = out.resolve()
         fresh = not base.is_dir() or not any(base.iterdir())
-        exports, prune, before = ({}, [], {}) if fresh else _plan_export(base, out, plan, kind, force)
+        exports, prune, before = ({}, [], {}) if fresh else _plan_export(base, out, plan, kind, force, known)
     except (OSError, RuntimeError) as e:
         raise UserError(f"cannot write to {out}: {getattr(e, 'strerror', None) or e}") from e
     entry = {**meta, "format": kind, "files": {relative: _sha(data) for relative, data in plan}}

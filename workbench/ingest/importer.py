@@ -25,6 +25,7 @@ from ..store.rows import VersionWrite
 from ..models import utcnow
 from .files import ParsedFragment, collect, parse_fragment, read_capped
 from .secrets import scan, scan_content
+from .sync import AHEAD, SAME, UPDATE, conflict_message, verdict
 
 Progress = Callable[[str, int, int], None]
 WRITE_CHUNK = 4_000  # versions per bulk write (a progress step); each write joins against the whole table
@@ -68,10 +69,11 @@ def guard_secrets(subject: Content | str, *, file: str, allow: bool, overrides: 
 def read_files(paths: Iterable[str | Path], config: WorkspaceConfig, report: IngestReport,
                known_files: dict[str, tuple[str, str, str]] | None = None,
                current: dict[str, tuple] | None = None, *, allow_secret: bool = False,
-               overrides: dict[str, list[dict[str, str]]] | None = None
+               overrides: dict[str, list[dict[str, str]]] | None = None, bases: dict[str, str] | None = None
                ) -> tuple[list[ParsedFragment], list[tuple[str, str, str, str]]]:
     """Parse and validate every file. A file whose bytes match what was ingested from the same
-    path, for a fragment still at that content, is reported unchanged without parsing.
+    path, for a fragment still at that content and based on it (``bases``), is reported unchanged
+    without parsing.
     ``overrides`` collects, per fragment id, the secret-guard overrides (with ``allow_secret``)."""
     files, missing = collect(paths)
     report.errors.extend(missing)
@@ -80,6 +82,7 @@ def read_files(paths: Iterable[str | Path], config: WorkspaceConfig, report: Ing
     file_rows: list[tuple[str, str, str, str]] = []
     known_files = known_files or {}
     current = current or {}
+    bases = bases or {}
     real_dirs: dict[str, str] = {}
     for path in files:
         name = str(path)
@@ -96,7 +99,7 @@ def read_files(paths: Iterable[str | Path], config: WorkspaceConfig, report: Ing
         digest = hashlib.sha256(raw).hexdigest()
         cached = known_files.get(key)
         if cached and cached[0] == digest and cached[1] not in seen and \
-                current.get(cached[1], ("",))[0] == cached[2]:
+                current.get(cached[1], ("",))[0] == cached[2] and bases.get(cached[1]) == cached[2]:
             seen[cached[1]] = name
             report.unchanged.append(cached[1])
             continue
@@ -161,15 +164,25 @@ def authorizer(actor: Principal, currents: dict[str, Fragment], principals) -> C
 def plan_writes(items: list, known: dict[str, tuple], report: IngestReport, *, now: datetime,
                 actor: str | None, reason: str | None, origin=lambda item: item.file,
                 authorize: Callable[[Any], str | None] | None = None, owner_verifies: bool = True,
-                ignored: set[str] | None = None, hashes: dict[str, str] | None = None
+                ignored: set[str] | None = None, hashes: dict[str, str] | None = None,
+                bases: dict[str, str] | None = None, resolve: str | None = None,
+                moved: dict[str, str] | None = None, older: dict[str, frozenset[str]] | None = None
                 ) -> tuple[list[VersionWrite], list[tuple[str, datetime]]]:
     """Versions to append for ``items`` (anything with id, content, created, updated,
     verified and file): new fragments, changed ones; unchanged ones change nothing.
     ``actor`` is the author of every version; ``authorize`` (see ``authorizer``) refuses an item
     as a per-file error before anything about it is compared. A later ``verified`` date counts
     as a verification of an existing fragment only when the actor is its owner. ``hashes``: id →
-    content hash of items whose hash the caller computed already."""
+    content hash of items whose hash the caller computed already.
+
+    With ``bases`` (id → sync base, see ingest/sync.py) an existing fragment is written only when
+    the file changed since its base and the database did not (or ``resolve`` is "theirs"); a
+    database ahead of its file and a conflict are reported (``report.ahead``, ``report.conflicts``)
+    and nothing is written. ``moved`` receives id → content hash of each fragment whose base moves
+    to its file; ``older``: id → the hashes of earlier versions of fragments without a base. Without
+    ``bases`` a changed item always appends a version (bundles)."""
     hashes = hashes or {}
+    moved = {} if moved is None else moved
     writes: list[VersionWrite] = []
     newly_verified: list[tuple[str, datetime]] = []
     for item in items:
@@ -179,6 +192,10 @@ def plan_writes(items: list, known: dict[str, tuple], report: IngestReport, *, n
                 report.errors.append({"file": item.file, "message": f"{item.file}: {refusal}"})
                 continue
         current = known.get(item.id)
+        digest = hashes.get(item.id) or item.content.content_hash()
+        if current is not None and bases is not None and not _sync_takes(item, digest, current[0], bases, resolve,
+                                                                         report, moved, older or {}):
+            continue
         author = actor or item.content.owner
         why = reason or f"ingest {Path(item.file).name}"
         verified = item.verified
@@ -189,7 +206,6 @@ def plan_writes(items: list, known: dict[str, tuple], report: IngestReport, *, n
             verified = None
             if ignored is not None:
                 ignored.add(item.id)
-        digest = hashes.get(item.id) or item.content.content_hash()
         if current is None:
             at = item.updated or now
             writes.append(VersionWrite(item.id, 1, item.content, author, why, at, item.created or at,
@@ -204,7 +220,31 @@ def plan_writes(items: list, known: dict[str, tuple], report: IngestReport, *, n
             writes.append(VersionWrite(item.id, current[1] + 1, item.content, author, why, at, None,
                                        verified, origin(item), digest))
             report.updated.append(item.id)
+        moved[item.id] = digest
     return writes, newly_verified
+
+
+def _sync_takes(item, digest: str, db_hash: str, bases: dict[str, str], resolve: str | None,
+                report: IngestReport, moved: dict[str, str], older: dict[str, frozenset[str]]) -> bool:
+    """True when ``item`` (an existing fragment's file) is to be taken as usual (same or a file-only
+    change, or the file wins by ``--theirs``); else it is reported ahead or in conflict (or the
+    database wins by ``--ours``: its base moves to the file) and nothing is written."""
+    base = bases.get(item.id)
+    found = verdict(digest, db_hash, base, older.get(item.id, frozenset()))
+    if found in (SAME, UPDATE):
+        return True
+    where = {"id": item.id, "file": item.file}
+    if resolve == "theirs":
+        report.resolved.append({**where, "winner": "file"})
+        return True
+    if found == AHEAD:
+        report.ahead.append(where)
+    elif resolve == "ours":
+        report.resolved.append({**where, "winner": "database"})
+        moved[item.id] = digest
+    else:
+        report.conflicts.append({**where, "message": conflict_message(item.file, item.id)})
+    return False
 
 
 def visible_ids(store: Store, actor: Principal, ids: Iterable[str]) -> set[str]:
@@ -219,33 +259,46 @@ def visible_ids(store: Store, actor: Principal, ids: Iterable[str]) -> set[str]:
 def ingest_files(store: Store, config: WorkspaceConfig, paths: Iterable[str | Path], *,
                  actor: Principal, reason: str | None = None,
                  progress: Progress | None = None, allow_secret: bool = False,
-                 dry_run: bool = False, written: list[VersionWrite] | None = None) -> IngestReport:
+                 dry_run: bool = False, written: list[VersionWrite] | None = None,
+                 resolve: str | None = None) -> IngestReport:
     """Import the fragment files under ``paths`` as ``actor`` in one transaction (see the module
-    docstring). ``written`` receives the versions written, once they are committed."""
+    docstring), in step with each fragment's sync base (ingest/sync.py; ``resolve``: "theirs" or
+    "ours" settles conflicts). ``written`` receives the versions written, once they are committed."""
     report = IngestReport()
     known = store.hashes()
+    bases = store.sync_bases()
     overrides: dict[str, list[dict[str, str]]] = {}
     parsed, file_rows = read_files(paths, config, report, store.ingested_files(), known,
-                                   allow_secret=allow_secret, overrides=overrides)
+                                   allow_secret=allow_secret, overrides=overrides, bases=bases)
     now = utcnow()
     currents = {f.id: f for f in store.fragments(ids=[p.id for p in parsed if p.id in known])}
     unverified: set[str] = set()
+    moved: dict[str, str] = {}
+    hashes = {row[2]: row[3] for row in file_rows}
+    older = {p.id: frozenset(v.content_hash for v in store.versions(p.id)) for p in parsed  # rare: no base
+             if p.id in known and p.id not in bases and known[p.id][0] != hashes[p.id]}
     writes, newly_verified = plan_writes(parsed, known, report, now=now, actor=actor.name, reason=reason,
                                          authorize=authorizer(actor, currents, config.principals),
-                                         ignored=unverified, hashes={row[2]: row[3] for row in file_rows})
+                                         ignored=unverified, hashes=hashes, bases=bases, resolve=resolve,
+                                         moved=moved, older=older)
     refused = {e["file"] for e in report.errors}
+    held = {c["id"] for c in report.conflicts}  # a conflicted file is not taken: its ingested row stays
+    kept = {a["id"] for a in report.ahead} | {r["id"] for r in report.resolved if r["winner"] == "database"}
     accepted = [p for p in parsed if p.file not in refused]
     batch_ids = {p.id for p in accepted}
     targets = {link for item in accepted for link in (*item.content.links, *item.content.supersedes)}
     linkable = batch_ids | visible_ids(store, actor, targets - batch_ids)
     for item in accepted:
+        if item.id in held or item.id in kept:
+            continue  # not written: its links are the database's
         dangling = [link for link in (*item.content.links, *item.content.supersedes) if link not in linkable]
         if dangling:
             report.warnings.append({"file": item.file, "message": f"dangling link(s): {', '.join(dangling)}"})
     # a file is remembered as ingested only when all of it took effect (an ignored verified date did not)
-    file_rows = [row for row in file_rows if row[2] in batch_ids and row[2] not in unverified]
+    base_rows = [(row[2], moved[row[2]], row[0]) for row in file_rows if row[2] in batch_ids and row[2] in moved]
+    file_rows = [row for row in file_rows if row[2] in batch_ids and row[2] not in unverified and row[2] not in held]
     report.dry_run = dry_run
-    if dry_run or (not writes and not newly_verified and not file_rows):
+    if dry_run or (not writes and not newly_verified and not file_rows and not base_rows):
         return report
     numbers = {w.fragment_id: w.number for w in writes}
     with store.transaction():
@@ -256,14 +309,19 @@ def ingest_files(store: Store, config: WorkspaceConfig, paths: Iterable[str | Pa
         for fragment_id, verified in newly_verified:
             store.set_verified(fragment_id, verified)
         store.put_ingested_files(file_rows, now)
+        store.put_sync_bases(base_rows, now)
         for fragment_id, found in sorted(overrides.items()):
             if fragment_id in numbers:
                 store.put_secret_override(fragment_id, numbers[fragment_id], actor.name, now, found)
-        if not writes:
+        if not writes and not report.resolved:
             return report
+        won = [r["winner"] for r in report.resolved]  # a conflict settled by --theirs / --ours is on record
         store.add_event("ingest", actor=actor.name, detail={"added": len(report.added),
                                                              "updated": len(report.updated),
-                                                             "errors": len(report.errors)})
+                                                             "errors": len(report.errors),
+                                                             **({"resolved": {"file": won.count("file"),
+                                                                              "database": won.count("database")}}
+                                                                if won else {})})
     if written is not None:
         written.extend(writes)
     return report

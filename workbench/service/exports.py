@@ -33,14 +33,51 @@ class Exports(Feature):
                      principal: str | Principal | None = None, progress: Progress | None = None,
                      allow_secret: bool = False) -> list[Path]:
         """Write the fragments (archived too) that ``principal`` may see, within ``scope``, as
-        fragment files ORG/REPO/ID.md under ``out``. Fragments stored with a secret-guard
-        override are left out unless ``allow_secret``."""
-        from ..export.files import export_files
+        fragment files ORG/REPO/ID.md under ``out``, or back to the file under ``out`` an ingest
+        took a fragment from (its sync base moves: see ``_move_bases``). Fragments stored with a
+        secret-guard override are left out unless ``allow_secret``."""
+        from ..export.files import export_files, own_files
 
         who = self.principal(principal)
         within = Scope.coerce(scope)
-        return export_files(self._export_selection(within, who, allow_secret), Path(out), force=force,
-                            progress=progress, meta={"principal": who.name, "scope": str(within) if within else None})
+        chosen = self._export_selection(within, who, allow_secret)
+        own = own_files(Path(out), self.store.ingested_files())
+        written = export_files(chosen, Path(out), force=force, progress=progress, own=own,
+                               meta={"principal": who.name, "scope": str(within) if within else None})
+        self._move_bases(chosen, own, {str(path): text for path, text in written}, Path(out))
+        return [path for path, _ in written]
+
+    def _move_bases(self, chosen: list[Fragment], own: dict[str, tuple[str, str, str]], texts: dict[str, str],
+                    out: Path) -> None:
+        """Each fragment written back to its own file (``own``) is in step with it now: its sync base
+        and the file's ingested row move to what was written, so the next ingest finds it unchanged
+        (ingest/sync.py). A fragment that had no base (never in step with a file) takes the file
+        written for it as its first. A copy of any other fragment moves nothing. A file whose text
+        the export made inert is left for the next ingest to compare."""
+        import hashlib
+
+        from ..export.files import place
+        from ..ingest.files import render_fragment
+
+        places = {fid: where[0] for fid, where in own.items()}
+        based = self.store.sync_bases([f.id for f in chosen if f.id not in own])
+        bases, files = [], []
+        for f in chosen:
+            if f.id not in own and f.id in based:
+                continue
+            target = out / place(f, places)
+            text = texts.get(str(target))
+            if text is None or text != render_fragment(f):
+                continue
+            real = own[f.id][1] if f.id in own else str(target.resolve())
+            bases.append((f.id, f.content_hash, real))
+            if f.id in own:
+                files.append((real, hashlib.sha256(text.encode("utf-8")).hexdigest(), f.id, f.content_hash))
+        if bases and not getattr(self.store, "read_only", False):
+            now = utcnow()
+            with self.store.transaction():
+                self.store.put_sync_bases(bases, now)
+                self.store.put_ingested_files(files, now)
 
     def preview_files(self, *, scope: Scope | str | None = None, principal: str | Principal | None = None,
                       allow_secret: bool = False) -> list[tuple[str, str]]:

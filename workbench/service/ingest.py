@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from .. import policy
 from ..errors import UserError, WorkbenchError
 from ..ingest.importer import Progress, authorizer, check_semantics, guard_secrets, ingest_files, plan_writes
+from ..ingest.sync import AHEAD, REMOVED, RESOLUTIONS, UPDATE, conflict_message, removal_verdict
 from ..models import Fragment, IngestReport, Principal, Scope
 from ..store.rows import VersionWrite
 from ..models import utcnow
@@ -81,6 +82,7 @@ class _GitPlan:
     overrides: dict[str, list[dict[str, str]]]  # chunk id → secret-guard findings stored anyway (--allow-secret)
     adopted: list[str]                 # git_repos keys this repository takes over (legacy or older rows, same path)
     keys: list[str]                    # every repo key whose chunks are this repository's (own first)
+    bases: list[tuple[str, str, str]]  # (chunk id, content hash, origin): sync bases that move (ingest/sync.py)
 
 
 class Ingestion(Feature):
@@ -92,13 +94,18 @@ class Ingestion(Feature):
 
     def ingest(self, paths: Iterable[str | Path], *, actor: str | Principal | None = None,
                reason: str | None = None, progress: Progress | None = None, allow_secret: bool = False,
-               dry_run: bool = False) -> IngestReport:
+               dry_run: bool = False, resolve: str | None = None) -> IngestReport:
         """Import fragment files as ``actor`` (the author of every version written). Each file is
-        validated and authorized like any write; a file that fails is reported and skipped."""
+        validated and authorized like any write; a file that fails is reported and skipped.
+        A file unchanged since its fragment's sync base never overwrites a newer version (reported
+        in ``ahead``); a file and a database both changed since it are a conflict (``conflicts``,
+        nothing written) unless ``resolve`` is "theirs" (the file wins) or "ours" (the database
+        wins); see ingest/sync.py."""
         who = self.principal(actor)
+        resolve = _resolution(resolve)
         written: list[VersionWrite] = []
         report = ingest_files(self.store, self.config, paths, actor=who, reason=reason, progress=progress,
-                              allow_secret=allow_secret, dry_run=dry_run, written=written)
+                              allow_secret=allow_secret, dry_run=dry_run, written=written, resolve=resolve)
         if written:  # near-duplicates the actor can see are reported at ingest
             report.warnings += self.near_duplicate_warnings(who, report.added + report.updated, written)
         return report
@@ -118,12 +125,15 @@ class Ingestion(Feature):
 
     def ingest_git(self, path: str | Path, *, include: list[str] | None = None, scope: Scope | str | None = None,
                    actor: str | Principal | None = None, owner: str | None = None, allow_secret: bool = False,
-                   dry_run: bool = False) -> GitIngestReport:
+                   dry_run: bool = False, resolve: str | None = None) -> GitIngestReport:
         """Chunk the repository at ``path`` into fragments as ``actor`` (the author of every version;
-        each add, update and archive is authorized like any write, a refusal is a per-file error)."""
+        each add, update and archive is authorized like any write, a refusal is a per-file error).
+        Chunks sync with their bases like files (``ingest``): a chunk the workbench changed since
+        it was last in step is not overwritten, nor archived when its file is gone."""
         from ..ingest.git import read_repo
 
         who = self.principal(actor)
+        resolve = _resolution(resolve)
         if owner is not None:
             self.principal(owner)
         where = Scope.coerce(scope)
@@ -133,7 +143,7 @@ class Ingestion(Feature):
                 raise UserError(problem)
         read = read_repo(path, self.config, scope=where, include=include, fallback_owner=owner)
         now = utcnow()
-        plan = self._plan_git(read, Path(path), actor=who, allow_secret=allow_secret, now=now)
+        plan = self._plan_git(read, Path(path), actor=who, allow_secret=allow_secret, now=now, resolve=resolve)
         report = plan.report
         # Every planned write passes here, before anything is written: adds and updates were
         # authorized while planning; an archive is a status change the actor must be allowed too.
@@ -150,12 +160,15 @@ class Ingestion(Feature):
         report.planned = planned
         for item in planned:
             getattr(report, _REPORTED[item.action]).append(item.id)
+        taken = {p.id for p in plan.writes} - {p.id for p in planned}  # refused archives keep their base
+        bases = [row for row in plan.bases if row[0] not in taken]
         if dry_run:
             report.dry_run = True
             return report
         ident = read.identity
         with self.store.transaction():
             self.store.write_versions([p.write for p in planned])
+            self.store.put_sync_bases(bases, now)
             self.store.drop_git_repos(plan.adopted)
             self.store.put_git_repo(ident.key, ident.name, ident.path, ident.head, now, root=ident.root,
                                     remote=ident.remote, include=list(read.patterns), adopted=plan.keys[1:])
@@ -190,7 +203,7 @@ class Ingestion(Feature):
         return keys, adopted
 
     def _plan_git(self, read: RepoRead, given: Path, *, actor: Principal, allow_secret: bool,
-                  now: datetime) -> _GitPlan:
+                  now: datetime, resolve: str | None = None) -> _GitPlan:
         """Everything an ingest of ``read`` would write; reads the store, writes nothing."""
         from ..ingest.git import included
 
@@ -229,12 +242,17 @@ class Ingestion(Feature):
         known = self.store.hashes()
         done = IngestReport()
         currents = {f.id: f for f in self.store.fragments(ids=[c.id for c in valid if c.id in known])}
+        bases = self.store.sync_bases([c.id for c in valid if c.id in known] + list(ours))
+        moved: dict[str, str] = {}
         writes, _ = plan_writes(valid, known, done, now=now, actor=actor.name,
                                 reason=f"git ingest {ident.name}@{ident.head[:10]}", origin=lambda c: ident.origin(c.file),
-                                authorize=authorizer(actor, currents, self.config.principals))
+                                authorize=authorizer(actor, currents, self.config.principals),
+                                bases=bases, resolve=resolve, moved=moved)
         report.unchanged = done.unchanged
         report.errors += done.errors
         report.warnings += done.warnings
+        report.ahead, report.conflicts, report.resolved = done.ahead, done.conflicts, done.resolved
+        base_rows = [(c.id, moved[c.id], ident.origin(c.file)) for c in valid if c.id in moved]
         added, files = set(done.added), {c.id: c.file for c in valid}
         planned = [PlannedWrite("add" if w.fragment_id in added else "update", files[w.fragment_id], w)
                    for w in writes]
@@ -246,8 +264,41 @@ class Ingestion(Feature):
                 if fid not in produced and where[1] not in failed and included(where[1], read.patterns)}
         for f in self.store.fragments(status="active", ids=sorted(gone)) if gone else []:
             key, file = gone[f.id]
-            why = f"re-keyed: {ident.name} is now identified as {ident.key}" if key != ident.key and file in present \
+            rekeyed = key != ident.key and file in present
+            if not rekeyed and not self._removal_taken(f, file, bases.get(f.id), resolve, report, base_rows, ident):
+                continue
+            why = f"re-keyed: {ident.name} is now identified as {ident.key}" if rekeyed \
                 else f"removed from {ident.name} at {ident.head[:10]}"
+            archived = replace(f.content, status="archived")
             planned.append(PlannedWrite("archive", file, VersionWrite(
-                f.id, known[f.id][1] + 1, replace(f.content, status="archived"), actor.name, why, now)))
-        return _GitPlan(planned, report, overrides, adopted, keys)
+                f.id, known[f.id][1] + 1, archived, actor.name, why, now)))
+            base_rows.append((f.id, archived.content_hash(), ident.origin(file)))  # it may come back unchanged
+        return _GitPlan(planned, report, overrides, adopted, keys, base_rows)
+
+    @staticmethod
+    def _removal_taken(f: Fragment, file: str, base: str | None, resolve: str | None, report: GitIngestReport,
+                       base_rows: list[tuple[str, str, str]], ident: RepoIdentity) -> bool:
+        """True when the chunk ``f``, gone from its file, is to be archived: the workbench did not
+        change it since its base, or ``--theirs``. Else it stays, reported ahead or in conflict
+        (``--ours``: kept, its base marked REMOVED so later ingests report it ahead)."""
+        found = removal_verdict(f.content_hash, base)
+        if found == UPDATE:
+            return True
+        where = {"id": f.id, "file": file}
+        if resolve == "theirs":
+            report.resolved.append({**where, "winner": "file"})
+            return True
+        if found == AHEAD:
+            report.ahead.append(where)
+        elif resolve == "ours":
+            report.resolved.append({**where, "winner": "database"})
+            base_rows.append((f.id, REMOVED, ident.origin(file)))
+        else:
+            report.conflicts.append({**where, "message": conflict_message(file, f.id, removed=True)})
+        return False
+
+
+def _resolution(resolve: str | None) -> str | None:
+    if resolve not in (None, *RESOLUTIONS):
+        raise UserError(f"unknown resolution {resolve!r} (expected one of: {', '.join(RESOLUTIONS)})")
+    return resolve

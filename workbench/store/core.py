@@ -139,6 +139,33 @@ class CoreQueries:
         return {r[0]: (r[1], r[2], r[3]) for r in
                 self._q("SELECT path, file_hash, fragment_id, content_hash FROM ingested_files")}
 
+    def sync_bases(self, ids: list[str] | None = None) -> dict[str, str]:
+        """fragment id → the content hash of the file it was last in step with (its sync base),
+        for ``ids`` (default: every fragment that has one). A fragment without a recorded base (data
+        older than migration 013's) takes what the last ingest of a file took for it, else (only
+        for ``ids``) the content its last git ingest wrote."""
+        recorded = "SELECT fragment_id, content_hash FROM sync_bases"
+        by_file = ("SELECT fragment_id, content_hash FROM (SELECT fragment_id, content_hash, row_number() OVER "
+                   "(PARTITION BY fragment_id ORDER BY ingested_at DESC, path) AS n FROM ingested_files "
+                   "WHERE fragment_id NOT IN (SELECT fragment_id FROM sync_bases){and_ids}) AS newest WHERE n = 1")
+        by_git = ("SELECT fragment_id, content_hash FROM (SELECT fragment_id, content_hash, row_number() OVER "
+                  "(PARTITION BY fragment_id ORDER BY version DESC) AS n FROM fragment_versions "
+                  "WHERE starts_with(reason, 'git ingest ') AND fragment_id NOT IN (SELECT fragment_id FROM sync_bases)"
+                  "{and_ids}) AS newest WHERE n = 1")
+        if ids is None:
+            found = {r[0]: r[1] for r in self._q(by_file.format(and_ids=""))}
+            found.update({r[0]: r[1] for r in self._q(recorded)})
+            return found
+        found = {}
+        ids = list(ids)
+        for start in range(0, len(ids), 5000):
+            part = ids[start:start + 5000]
+            among = f" AND fragment_id IN ({', '.join('?' * len(part))})"
+            for sql in (by_git, by_file):  # a file's base before a git ingest's
+                found.update({r[0]: r[1] for r in self._q(sql.format(and_ids=among), part)})
+            found.update({r[0]: r[1] for r in self._q(f"{recorded} WHERE{among[4:]}", part)})
+        return found
+
     def set_verified(self, fragment_id: str, at: datetime) -> None:
         with self.transaction():
             self._q("UPDATE fragments SET verified_at = ? WHERE id = ?", [at, fragment_id])

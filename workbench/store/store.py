@@ -359,6 +359,18 @@ class Store(CoreQueries, RetrievalQueries, FtsQueries, CurationQueries, ExportQu
 
         self._guard(insert)
 
+    def put_sync_bases(self, rows: list[tuple[str, str, str]], at: datetime) -> None:
+        """(fragment id, content hash, source file) per fragment: its sync base moves there."""
+        if not rows:
+            return
+        batch = {name: text_column(r[i] for r in rows) for i, name in enumerate(("fragment_id", "content_hash", "source"))}
+
+        def insert(bases_batch=batch):  # DuckDB's replacement scan reads ``bases_batch`` from this frame
+            return self.con.execute("INSERT OR REPLACE INTO sync_bases SELECT fragment_id, content_hash, source, ? "
+                                    "FROM bases_batch", [at])
+
+        self._guard(insert)
+
 _BATCH_COLUMNS = ("{id: 'VARCHAR', version: 'INTEGER', author: 'VARCHAR', written_at: 'TIMESTAMP', reason: 'VARCHAR', "
                   "content_hash: 'VARCHAR', content: 'JSON', kind: 'VARCHAR', title: 'VARCHAR', body: 'VARCHAR', "
                   "org: 'VARCHAR', repo: 'VARCHAR', persona: 'VARCHAR', session: 'VARCHAR', owner: 'VARCHAR', "

@@ -433,8 +433,11 @@ class WorkbenchApp(App):
     def ingest_folder(self, folder: str) -> None:
         def job(progress) -> str:
             report = self.wb.ingest([Path(folder)], actor=self.principal, progress=progress).to_dict()
+            labels = (("ahead", "where the workbench is ahead"),
+                      ("conflicts", "conflicts (nothing of them written: workbench ingest --theirs or --ours)"))
+            sync = "".join(f", {len(report[key])} {label}" for key, label in labels if report.get(key))
             return (f"ingest: {report['added']} added, {report['updated']} updated, {report['unchanged']} unchanged, "
-                    f"{len(report['errors'])} errors")
+                    f"{len(report['errors'])} errors{sync}")
         self.run_job(f"ingesting {folder}", job)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:

@@ -114,6 +114,19 @@ class PgQueries:
                     [at])
             self._q("DROP TABLE wb_files")
 
+    def put_sync_bases(self, rows: list[tuple[str, str, str]], at: datetime) -> None:
+        """(fragment id, content hash, source file) per fragment: its sync base moves there."""
+        if not rows:
+            return
+        with self.transaction():
+            self._q("CREATE TEMP TABLE wb_bases (fragment_id VARCHAR, content_hash VARCHAR, source VARCHAR) "
+                    "ON COMMIT DROP")
+            self._copy_in("wb_bases", ("fragment_id", "content_hash", "source"), rows)
+            self._q("INSERT INTO sync_bases SELECT fragment_id, content_hash, source, ? FROM wb_bases "
+                    "ON CONFLICT (fragment_id) DO UPDATE SET content_hash = EXCLUDED.content_hash, "
+                    "source = EXCLUDED.source, taken_at = EXCLUDED.taken_at", [at])
+            self._q("DROP TABLE wb_bases")
+
     # -- embeddings (binary COPY both ways) ---------------------------------------------
 
     def embeddings(self, model: str, hashes: list[str] | None = None) -> dict[str, np.ndarray]:
