@@ -33,9 +33,10 @@ METRICS = ("ndcg@10", "recall@10", "recall@100", "mrr@10", "queries", "answered"
 class Checks(Feature):
     """``check``: the golden set against its baseline."""
 
-    def __init__(self, ws: Workspace, evaluation: Evaluation):
+    def __init__(self, ws: Workspace, evaluation: Evaluation, calibrating=None):
         super().__init__(ws)
         self.evaluation = evaluation
+        self.calibrating = calibrating   # refits the calibration with --update-baseline
 
     def check(self, golden: str | Path | None = None, baseline: str | Path | None = None, *,
               update_baseline: bool = False, principal: str | Principal | None = None, k: int = 10,
@@ -77,7 +78,19 @@ class Checks(Feature):
         if update_baseline:
             regressions.write_baseline(baseline_path, regressions.baseline_data(
                 current, metrics, golden=golden_path.name, k=k, ranked_at=at.isoformat(), pipeline=PIPELINE))
+            self._refit(golden_path, report)
         return report
+
+    def _refit(self, golden_path: Path, report) -> None:
+        """``--update-baseline`` also refits the calibration on the golden set (calibrating.py); a set
+        too small to fit keeps the calibration in use, and the report says so."""
+        if self.calibrating is None:
+            return
+        try:
+            fitted = self.calibrating.calibrate(golden_path).calibration.describe()
+        except UserError as e:
+            fitted = f"not refitted: {e}"
+        report.calibration = fitted
 
     def _reader(self, principal: str | Principal | None) -> Principal | None:
         """Who reads the report: the principal given, else the default one; None (everything shown)
