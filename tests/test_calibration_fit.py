@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import json
 
+import calib_support as cs
 import pytest
 
-import calib_support as cs
 from workbench import Workbench
 from workbench.errors import UserError
 from workbench.rank import calibration
@@ -34,8 +34,8 @@ def test_a_fresh_ten_fragment_workspace_answers_and_abstains_with_the_prior(mill
         assert mill.context(query, principal="tom").abstained, qid
     # the legacy model (fitted on the sample corpus) starved this workspace: the symptom
     index = mill.search_index()
-    from workbench.retrieval.pipeline import hits_from, rank
     from workbench.models import utcnow
+    from workbench.retrieval.pipeline import hits_from, rank
 
     starved = 0
     for _, query, _ in cs.ANSWERABLE:

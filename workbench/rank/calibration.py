@@ -33,10 +33,10 @@ Pure: numbers in, numbers out; no I/O, no model.
 
 from __future__ import annotations
 
-import numpy as np
-
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+import numpy as np
 
 KNOWN_FEATURES = ("cosine", "coverage", "margin", "agreement")
 FEATURES = ("cosine", "coverage", "margin")
@@ -67,7 +67,7 @@ class Calibration:
                 "held_out": dict(self.held_out)}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Calibration":
+    def from_dict(cls, data: dict[str, Any]) -> Calibration:
         features = tuple(str(f) for f in data["features"])
         coefficients = tuple(float(c) for c in data["coefficients"])
         if not set(features) <= set(KNOWN_FEATURES) or len(features) != len(coefficients):
@@ -90,7 +90,7 @@ class Calibration:
         z = self.intercept + x @ np.asarray(self.coefficients, dtype=np.float64)
         return 1.0 / (1.0 + np.exp(-z))
 
-    def with_floor(self, floor: float) -> "Calibration":
+    def with_floor(self, floor: float) -> Calibration:
         return replace(self, floor=float(floor))
 
 
@@ -210,7 +210,7 @@ def fit_golden(signals: dict[str, np.ndarray], y: np.ndarray, query: np.ndarray,
         held_out.update(auc=_round(auc(p[ho], y[ho])), log_loss=_round(log_loss(p[ho], y[ho])),
                         brier=_round(brier(p[ho], y[ho])))
     counts = {"queries": len(answerable), "answerable": len(pos), "unanswerable": len(neg),
-              "candidates": int(len(y)), "relevant": int(y.sum()), "held_out": len(hq)}
+              "candidates": len(y), "relevant": int(y.sum()), "held_out": len(hq)}
     return replace(model, floor=floor, counts=counts, held_out=held_out)
 
 

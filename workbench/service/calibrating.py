@@ -113,8 +113,8 @@ class Calibrating(Feature):
             raise UserError(f"{path}: the golden set is too small to fit a calibration: {e}; the workspace keeps "
                             f"{previous.describe()} (add queries, including some the corpus cannot answer "
                             "with `relevant: []`)", param="golden") from e
-        notes = [] if held else [f"{len(answerable)} queries: too few to hold any back (from {HOLD_BACK_FROM}), "
-                                 "so there are no held-back figures"]
+        notes = [] if held else [(f"{len(answerable)} queries: too few to hold any back (from {HOLD_BACK_FROM}), "
+                                  "so there are no held-back figures")]
         from dataclasses import replace
 
         fitted = replace(fitted, fitted_at=utcnow().isoformat(timespec="seconds"), fitted_from=str(path),
