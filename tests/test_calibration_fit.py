@@ -13,6 +13,7 @@ import pytest
 from workbench import Workbench
 from workbench.errors import UserError
 from workbench.rank import calibration
+from workbench.tui.format import calibration_label
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +87,8 @@ def test_calibrate_round_trip(mill_on):
     fitted = wb.calibrate().calibration
     assert wb.calibration() == fitted and wb.calibration_info()["source"] == "golden"
     assert wb.confidence_floor() == fitted.floor and "golden set" in wb.calibration_info()["summary"]
+    assert calibration_label(wb.calibration_info()) == f"floor {fitted.floor:.2f} (golden fit, 15 queries, " \
+        f"{fitted.fitted_at[:10]})"                      # the TUI's header
     wb.close()
     with Workbench.open(root) as again:        # stored in the workspace, not in the process
         assert again.calibration() == fitted
