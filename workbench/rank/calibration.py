@@ -18,9 +18,9 @@ of one (query, fragment) pair named in ``FEATURES``:
 - ``agreement`` (the legacy model only): ``max(cosine, 0) × coverage``.
 
 A ``Calibration`` is one fitted model and its floor, with where it came from: ``PRIOR`` (shipped;
-fitted by ``benchmarks/calibrate_prior.py`` on SciFact workspaces of 20, 200, 2,000 and all
-documents, half of the queries, and checked on the other half and on the sample golden set — not
-fitted to the sample), ``LEGACY`` (the model fitted on the sample corpus before issue 28, kept
+fitted on SciFact workspaces of 20, 200, 2,000 and all documents, half of the queries, and checked
+on the other half and on the sample golden set — not fitted to the sample; refitted by
+benchmarks/calibrate_prior.py), ``LEGACY`` (the model fitted on the sample corpus before issue 28, kept
 for comparison), or a fit on a workspace's own golden set (``fit_golden``). More in BENCHMARKS.md
 ("Calibration that fits the corpus").
 
@@ -104,7 +104,8 @@ def design(signals: dict[str, np.ndarray], names: tuple[str, ...]) -> np.ndarray
     return np.column_stack([cols[n] for n in names]) if len(cos) else np.zeros((0, len(names)))
 
 
-# fitted by benchmarks/calibrate_prior.py on SciFact at several sizes (see the module docstring)
+# fitted on SciFact at several sizes (see the module docstring); benchmarks/calibrate_prior.py refits it
+# (a reconstruction of the lost fitting script: close, not identical — its docstring has the figures)
 PRIOR = Calibration(FEATURES, -6.5351, (1.5425, 6.3135, 11.8892), 0.04, "prior")
 # the model fitted on the sample corpus alone before issue 28 (benchmarks/calibrate.py)
 LEGACY = Calibration(("cosine", "coverage", "agreement"), -8.4040, (10.5719, 7.4136, -3.2920), 0.10, "legacy")
