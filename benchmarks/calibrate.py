@@ -1,5 +1,11 @@
-"""Fit the confidence model of workbench/rank/calibration.py on the golden set, and check it on
-held-back queries.
+"""Fit the *legacy* confidence model of workbench/rank/calibration.py (``LEGACY``: cosine, coverage
+and their agreement, fitted on the sample corpus alone before issue 28) on the golden set, and
+check it on held-back queries. Kept to reproduce and compare that model: it is no longer what
+workbench serves. The shipped ``PRIOR`` (cosine, coverage and the margin over the visible corpus)
+was fitted on SciFact workspaces of several sizes (see rank/calibration.py, BENCHMARKS.md
+"Calibration that fits the corpus", and benchmarks/abstention_features.py for the features), and a
+workspace fits its own model on its own golden set with ``workbench calibrate`` (or ``check
+--update-baseline``), whose maths is ``rank.calibration.fit_golden``.
 
     .venv/bin/python benchmarks/calibrate.py                 # builds a temporary sample workspace
     .venv/bin/python benchmarks/calibrate.py --workspace DIR # or uses one (sample corpus ingested)
@@ -9,11 +15,11 @@ the query's principal sees them, each with its features (raw dense cosine, lexic
 label 1 when the golden set judges it relevant (every candidate of a negative query is 0).
 Fixed split: a query whose id ends in a number divisible by 4 is held back; the rest train.
 
-Prints the fitted intercept and coefficients (paste them into rank/calibration.py), held-back log
-loss, Brier score and AUC (fitted and current constants), and for a grid of floors the share of
-negative queries for which context serves nothing (abstention) and of positive queries whose
-context keeps a relevant fragment (answered), per pipeline and split, with the fitted constants.
-The suggested floor is the lowest on the grid whose training abstention (hybrid) is >= 0.85.
+Prints the fitted intercept and coefficients, held-back log loss, Brier score and AUC (fitted and
+``LEGACY``'s constants), and for a grid of floors the share of negative queries for which context
+serves nothing (abstention) and of positive queries whose context keeps a relevant fragment
+(answered), per pipeline and split, with the fitted model. The suggested floor is the lowest on
+the grid whose training abstention (hybrid) is >= 0.85.
 """
 
 from __future__ import annotations
@@ -82,7 +88,8 @@ def collect(wb: Workbench, queries: list[dict]):
     return index, rows, rankings
 
 
-def selection_rates(index, queries, rankings, floor: float, split: bool) -> dict[str, dict[str, float]]:
+def selection_rates(index, queries, rankings, floor: float, split: bool,
+                    model: calibration.Calibration) -> dict[str, dict[str, float]]:
     out = {}
     for name in PIPELINES:
         neg = abst = pos = ans = 0
@@ -91,7 +98,7 @@ def selection_rates(index, queries, rankings, floor: float, split: bool) -> dict
                 continue
             ranking, settings = rankings[(q["id"], name)]
             hits, avoid = hits_from(index, ranking, replace(settings, k=evaluate.CONTEXT_K), for_context=True,
-                                    min_confidence=floor)
+                                    min_confidence=floor, model=model)
             served = {h.id for h in [*hits, *avoid]}
             if evaluate.is_negative(q):
                 neg, abst = neg + 1, abst + (not served)
@@ -123,20 +130,16 @@ def main() -> None:
                   "fitted": {"intercept": round(intercept, 4), "coefficients": [round(c, 4) for c in coefficients]}}
         raw = np.array([[r[1], r[2]] for r in rows])
         for label, b0, w in (("fitted", intercept, coefficients),
-                             ("current", calibration.INTERCEPT, calibration.COEFFICIENTS)):
+                             ("legacy", calibration.LEGACY.intercept, calibration.LEGACY.coefficients)):
             p = calibration.confidence(raw[:, 0], raw[:, 1], intercept=b0, coefficients=w)
             report[f"held_back_{label}"] = {"log_loss": round(calibration.log_loss(p[test], y[test]), 4),
                                             "brier": round(calibration.brier(p[test], y[test]), 4),
                                             "auc": round(calibration.auc(p[test], y[test]), 4)}
-        saved = calibration.INTERCEPT, calibration.COEFFICIENTS
-        calibration.INTERCEPT, calibration.COEFFICIENTS = intercept, coefficients
-        try:
-            grid = {}
-            for floor in FLOORS:
-                grid[floor] = {"train": selection_rates(index, queries, rankings, floor, False),
-                               "test": selection_rates(index, queries, rankings, floor, True)}
-        finally:
-            calibration.INTERCEPT, calibration.COEFFICIENTS = saved
+        model = replace(calibration.LEGACY, intercept=intercept, coefficients=tuple(coefficients))
+        grid = {}
+        for floor in FLOORS:
+            grid[floor] = {"train": selection_rates(index, queries, rankings, floor, False, model),
+                           "test": selection_rates(index, queries, rankings, floor, True, model)}
         report["floors"] = grid
         report["suggested_floor"] = next((f for f in FLOORS if grid[f]["train"]["hybrid"]["abstention"]
                                           >= TARGET_ABSTENTION), FLOORS[-1])
@@ -149,8 +152,8 @@ def main() -> None:
         for split, rates in by_split.items():
             print(f"{floor:<5}  {split:<5}  " + "  ".join(
                 f"{rates[p]['abstention']:>6.3f}/{rates[p]['answered']:.3f}" for p in PIPELINES))
-    print(f"\nINTERCEPT = {intercept!r}\nCOEFFICIENTS = {tuple(coefficients)!r}\n"
-          f"DEFAULT_FLOOR = {report['suggested_floor']!r}")
+    print(f"\nLEGACY = Calibration(('cosine', 'coverage', 'agreement'), {intercept!r}, {tuple(coefficients)!r}, "
+          f"{report['suggested_floor']!r}, 'legacy')")
 
 
 if __name__ == "__main__":

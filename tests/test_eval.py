@@ -131,3 +131,63 @@ def test_cli_eval_reports_abstention(sample_workspace, cli):
     r = cli("eval", "--golden", str(SAMPLE / "golden.yaml"), "--pipeline", "hybrid", workspace=sample_workspace)
     assert r.returncode == 0, r.stderr
     assert "abstention" in r.stdout and "negative queries" in r.stdout
+
+
+ABSTENTION_DOCS = [
+    ("a1", "Pruning apple trees", "Prune apple trees in late winter while they are dormant; cut crossing branches."),
+    ("a2", "Sourdough starter", "Feed a sourdough starter equal weights of flour and water every twelve hours."),
+    ("a3", "Reefing a mainsail", "Reef the mainsail before the wind rises above twenty knots, not during a gust."),
+    ("a4", "Telescope collimation", "Collimate a Newtonian telescope by centring the secondary mirror first."),
+    ("a5", "Beekeeping in winter", "Leave twenty kilograms of honey in the hive so the colony survives winter."),
+    ("a6", "Tiling a bathroom", "Spread tile adhesive with a notched trowel and leave three millimetre joints."),
+    ("a7", "Knitting a heel", "Turn a sock heel with short rows, wrapping each stitch before you turn."),
+    ("a8", "Bicycle chain wear", "Replace a bicycle chain once it has stretched by half a percent."),
+    ("f1", "Watercolour washes", "Wet the paper first for a soft graded wash of watercolour."),
+    ("f2", "Chess openings", "The Sicilian defence answers e4 with c5 and fights for the centre."),
+    ("f3", "Composting", "Mix green and brown material in a compost heap and turn it every fortnight."),
+    ("f4", "Choir warm-ups", "Warm up the voice with lip trills and sirens before a choir rehearsal."),
+]
+ABSTENTION_QUERIES = [
+    ("q1", "when should I prune my apple tree"), ("q2", "how often do I feed a sourdough starter"),
+    ("q3", "when to reef the mainsail on a windy day"), ("q4", "how to collimate a newtonian telescope"),
+    ("q5", "how much honey do bees need for winter"), ("q6", "what trowel for tile adhesive"),
+    ("q7", "how do I turn the heel of a sock"), ("q8", "when is a bicycle chain worn out"),
+]
+
+
+def test_eval_beir_abstention_on_a_tiny_directory(tmp_path, cli, monkeypatch):
+    """``eval --beir DIR --abstention --sizes``: per size, workspaces where each query is answerable
+    (its document kept) or not (removed), with the prior's and the legacy model's answered and
+    abstained rates; the sizes share the corpus's vectors (each document embedded once)."""
+    beir = write_beir(tmp_path / "tiny", corpus=[{"_id": i, "title": t, "text": x} for i, t, x in ABSTENTION_DOCS],
+                      queries=[{"_id": q, "text": t} for q, t in ABSTENTION_QUERIES],
+                      qrels="query-id\tcorpus-id\tscore\n" + "".join(f"q{n}\ta{n}\t1\n" for n in range(1, 9)))
+    cache = str(tmp_path / "c.duckdb")
+    from workbench.rank import calibration
+    from workbench.retrieval.embedder import Embedder
+
+    calls = []
+    original = Embedder.encode
+    monkeypatch.setattr(Embedder, "encode",
+                        lambda self, texts, **kw: calls.append(len(texts)) or original(self, texts, **kw))
+    r = cli("eval", "--beir", str(beir), "--abstention", "--sizes", "4,all", "--cache", cache, "--json")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)["abstention"]
+    assert sum(calls) == len(ABSTENTION_DOCS) + len(ABSTENTION_QUERIES), calls  # no document embedded twice
+    assert list(report) == ["4", "all"]
+    small, whole = report["4"], report["all"]
+    assert small["documents"] == 4 and small["workspaces"] == 2   # 4 answerable queries, 2 per workspace
+    assert whole["documents"] == 8 and whole["workspaces"] == 1    # the 4 unanswerable queries' documents removed
+    for row, asked_unanswerable in ((small, 8), (whole, 4)):   # the unanswerable are asked in every workspace
+        assert row["answerable"] == 4 and row["unanswerable"] == asked_unanswerable and row["recall@10"] == 1.0
+        for model in ("prior", "legacy"):
+            rates = row[model]
+            assert set(rates) == {"floor", "answered", "answered_relevant", "abstained"}
+            assert 0 <= rates["answered_relevant"] <= rates["answered"] <= 1 and 0 <= rates["abstained"] <= 1
+        assert row["prior"]["floor"] == calibration.PRIOR.floor and row["prior"]["answered_relevant"] == 1.0
+    table = cli("eval", "--beir", str(beir), "--abstention", "--sizes", "4", "--cache", cache)
+    assert table.returncode == 0 and "prior answered" in table.stdout and "legacy abstained" in table.stdout
+    for args, message in ((["--sizes", "4"], "--sizes needs --abstention"), (["--abstention", "--sizes", "1"],
+                                                                            "is not a number of documents")):
+        r = cli("eval", "--beir", str(beir), "--cache", cache, *args)
+        assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr

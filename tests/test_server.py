@@ -14,7 +14,7 @@ from datetime import timedelta
 
 import pytest
 
-from conftest import run_cli, run_cli_process
+from conftest import SAMPLE, run_cli, run_cli_process
 from server_support import server, start_server, stop_server
 
 pytestmark = pytest.mark.process
@@ -211,6 +211,45 @@ def test_paths_on_the_server_need_an_admin_token(team, tmp_path):
                                    token=tokens["admin"])
     assert status == 200 and body["files"] > 0, body
     assert any((tmp_path / "out").rglob("*.md"))
+
+
+def test_calibrate_goes_through_the_server_for_an_admin(team, tmp_path, monkeypatch):
+    """``calibrate`` is relayed like the other admin commands: its --golden names a file on the
+    server's disk (an admin token's only; a relative path is the caller's folder's), only an admin
+    stores a fit, and the server answers with it at once, on the CLI and the remote facade (the
+    TUI's header); --reset puts the prior back."""
+    import yaml
+
+    from workbench.remote import codec
+
+    running, tokens = team
+    golden = yaml.safe_load((SAMPLE / "golden.yaml").read_text(encoding="utf-8"))["queries"]
+    small = [q for q in golden if q["relevant"]][:8] + [q for q in golden if not q["relevant"]][:3]
+    (tmp_path / "small.yaml").write_text(yaml.safe_dump({"queries": small}), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+
+    def relayed(who, *argv):
+        return run_cli(*argv, env={"WORKBENCH_URL": running.url, "WORKBENCH_TOKEN": tokens[who]})
+
+    def source(who):
+        info = json.loads(relayed(who, "info", "--json").stdout)["calibration"]
+        status, body, _ = running.call("POST", "/api/v1/rpc/calibration_info", {}, token=tokens[who])
+        assert status == 200 and codec.decode(body["result"]) == info, body
+        return info["source"]
+
+    r = relayed("marco", "calibrate", "--golden", "small.yaml", "--dry-run")
+    assert r.returncode == 2 and "admin token" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    r = relayed("marco", "calibrate")
+    assert r.returncode != 0 and "only an admin may calibrate" in r.stderr, r.stderr
+    assert source("marco") == "prior"
+    r = relayed("admin", "calibrate", "--golden", "small.yaml", "--json")
+    assert r.returncode == 0, r.stderr
+    fitted = json.loads(r.stdout)
+    assert fitted["stored"] and fitted["calibration"]["fitted_from"] == str(tmp_path / "small.yaml")
+    assert fitted["calibration"]["counts"]["queries"] == 11
+    assert source("marco") == "golden"
+    assert relayed("admin", "calibrate", "--reset").returncode == 0
+    assert source("marco") == "prior"
 
 
 def test_a_flood_of_bad_tokens_brakes_only_the_failures(sample_workspace):

@@ -18,6 +18,7 @@ from tui_support import LARGE, SMALL, app_for, save_anyway, settle, until
 from browser_support import Browser, ensure_chromium, free_port, processes_mentioning, serve
 from conftest import WORKBENCH_BIN, run_cli_process
 from server_support import server
+from workbench.rank.calibration import PRIOR
 from workbench.remote.client import RemoteWorkbench
 from workbench.tui.screens.conflict import ConflictScreen
 
@@ -83,7 +84,7 @@ async def test_the_tui_opens_as_a_client_and_a_search_shows_the_servers_hits(tea
     app = app_for(wb, principal=MARCO)
     async with app.run_test(size=LARGE) as pilot:
         await settle(pilot)
-        assert app.sub_title == f"sample · as {MARCO}"
+        assert app.sub_title == f"sample · as {MARCO} · floor {PRIOR.floor:.2f} (prior)"  # calibration_info remotely
         assert app.screen.query_one("#fragments").row_count == 69  # what marco sees of the sample
         await pilot.press("slash")
         await pilot.press(*"customer charged twice", "enter")
@@ -113,7 +114,7 @@ async def test_a_non_admin_token_cannot_act_as_someone_else_from_the_tui(team):
     running, tokens = team
     wb = RemoteWorkbench(running.url, tokens["marco"])
     app = app_for(wb, principal="priya.raman")  # started as priya, with marco's token
-    assert app.principal.name == MARCO and app.sub_title.endswith(f"as {MARCO}")
+    assert app.principal.name == MARCO and f"as {MARCO} · floor" in app.sub_title
     assert ignored_as(wb, "priya.raman") == f"workbench: --as priya.raman ignored: this token acts as {MARCO}"
     # even a client that sends priya as the actor of every call acts as marco: the server decides
     app.principal = RemoteWorkbench(running.url, tokens["admin"]).principal("priya.raman")

@@ -487,6 +487,12 @@ def sees_workspace_totals(actor: Principal | None) -> bool:
     return actor is None or actor.admin
 
 
+def may_calibrate(actor: Principal | None) -> bool:
+    """May ``actor`` refit or reset the workspace's confidence calibration (it sets the floor below
+    which every principal's ``context`` abstains)? The local administrator and admin principals."""
+    return actor is None or actor.admin
+
+
 def taken_message(fragment_id: str) -> str:
     """What a create says when the id belongs to a fragment the actor may not see. Ids are one
     namespace per workspace, so a create cannot succeed; the message names no scope, owner or title."""

@@ -28,7 +28,8 @@ from .render import emit_json
 @click.option("--baseline", metavar="FILE", help="the baseline JSON (default: <golden>.baseline.json next to the "
               "golden file)")
 @click.option("--update-baseline", is_flag=True, help="write the baseline from this run (after showing what "
-              "changed since the old one); exits 0 unless a query fails its own assertions")
+              "changed since the old one), refitting the calibration on the golden set first; exits 0 unless a "
+              "query fails its own assertions")
 @as_option(f"whose view the report takes: queries and fragments it may not see are only counted {PRINCIPAL_DEFAULT}; "
            "with neither, everything is shown")
 @json_option()
@@ -36,10 +37,14 @@ def check(golden, baseline, update_baseline, principal, as_json):
     with open_workbench() as wb:
         report = wb.check(golden, baseline, update_baseline=update_baseline, principal=principal)
     data = report.to_dict()
+    if getattr(report, "calibration", None):   # --update-baseline refits the calibration too
+        data["calibration"] = report.calibration
     if as_json:
         emit_json(data)
     else:
         print("\n".join(lines(data)))
+        if data.get("calibration"):
+            print(f"calibration: {data['calibration']}")
     return report.exit_code
 
 

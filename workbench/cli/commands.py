@@ -334,12 +334,13 @@ def export_files(dir, force, scope, principal, allow_secret, as_json):
 def info(principal, as_json):
     with open_workbench() as wb:
         data = {"workspace": str(wb.root), "name": wb.config.name,
-                "schema_versions": wb.store.schema_versions(), **wb.stats(principal=principal)}
+                "schema_versions": wb.store.schema_versions(), **wb.stats(principal=principal),
+                "calibration": wb.calibration_info()}
     if as_json:
         emit_json(data)
     else:
         for key, value in data.items():
-            print(f"{key}: {value}")
+            print(f"{key}: {value['summary'] if key == 'calibration' else value}")
 
 
 COMMANDS = [init, ingest, list_, principals, show, history, diff, edit, revert, archive, restore, export_files, info]

@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from . import (bench_command, check_commands, commands, completion, curate_commands, export_commands,
+from . import (bench_command, calibrate_command, check_commands, commands, completion, curate_commands, export_commands,
                gaps_commands, proposal_commands, retrieval_commands, server_command, token_commands, trace_commands,
                tui_commands, upkeep_commands)
 from .options import RootGroup
@@ -44,7 +44,8 @@ def cli(ctx: click.Context) -> int | None:
     return 0
 
 
-for _module in (commands, retrieval_commands, check_commands, curate_commands, gaps_commands, proposal_commands,
+for _module in (commands, retrieval_commands, check_commands, calibrate_command, curate_commands, gaps_commands,
+                proposal_commands,
                 bench_command,
                 tui_commands,
                 export_commands, token_commands, trace_commands, upkeep_commands, server_command, completion):

@@ -11,10 +11,10 @@ stderr and exit code become this process's, so a command prints the same either 
 Server. ``run_forwarded`` runs the same command in the server process against its open
 Workbench. Who acts is the token's principal: ``--as`` is honoured only for an admin token (a
 non-admin's is replaced, with a warning on stderr). Options that name files on the server's disk
-(ingest paths, export folders, golden files, check's baseline, a reranker folder) need an admin
-token, and a relative path is the caller's folder's. Output goes to the request's own buffers: ``sys.stdout`` and
-``sys.stderr`` are routed by a context variable while a server runs. This module decides no
-visibility: the core does, for the principal it is given.
+(ingest paths, export folders, golden files of eval, check and calibrate, check's baseline, a
+reranker folder) need an admin token, and a relative path is the caller's folder's. Output goes
+to the request's own buffers: ``sys.stdout`` and ``sys.stderr`` are routed by a context variable
+while a server runs. This module decides no visibility: the core does, for the principal it is given.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ FACES = {"tui", "serve", "mcp"}
 SERVER_PATHS = {"ingest": ("paths", "git"), "export-files": ("dir",), "search": ("rerank",),
                 "context": ("rerank",), "eval": ("golden", "beir", "compare", "cache"), "export": ("out",),
                 "import-bundle": ("dir",), "check": ("golden", "baseline", "update_baseline"),
-                "edit": ("golden",), "backup": ("out",)}
+                "edit": ("golden",), "backup": ("out",), "calibrate": ("golden",)}
 TIMEOUT_S = float(os.environ.get("WORKBENCH_CLIENT_TIMEOUT", "600"))
 # Commands whose --file the caller reads and sends (the file is on the caller's machine).
 FILE_COMMANDS = {"edit", "propose", "accept"}

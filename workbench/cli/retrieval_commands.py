@@ -163,14 +163,31 @@ def trace(id, principal, as_json):
 @click.option("--compare", nargs=2, metavar="A B", help="list queries whose top 3 differ between A and B")
 @click.option("--cache", metavar="FILE|URL", help="BEIR embedding cache: a DuckDB file (default ~/.cache/workbench/eval.duckdb) "
               "or a postgresql:// URL (the same figures either way)")
+@click.option("--abstention", is_flag=True, help="with --beir: workspaces of several sizes where each query is "
+              "answerable (its documents kept) or not (removed); answered and abstained rates per size, the prior "
+              "against the legacy model")
+@click.option("--sizes", metavar="N,N,...", help="with --abstention: workspace sizes in documents, 'all' for the "
+              "whole set (default 20,200,2000,all)")
 @json_option()
-def eval_(golden, beir, split, pipeline, compare, cache, as_json):
+def eval_(golden, beir, split, pipeline, compare, cache, abstention, sizes, as_json):
     from ..service import Workbench
 
     if golden and beir:
         raise click.UsageError("argument --beir: not allowed with argument --golden")
     if not golden and not beir:
         raise click.UsageError("one of the arguments --golden --beir is required")
+    if (abstention or sizes) and not beir:
+        raise click.UsageError("--abstention and --sizes need --beir")
+    if sizes and not abstention:
+        raise click.UsageError("--sizes needs --abstention")
+    if abstention:
+        report = Workbench.eval_beir(beir, split=split, cache=cache, abstention=True, sizes=_sizes(sizes),
+                                     progress=_progress if sys.stderr.isatty() else None)
+        if as_json:
+            emit_json(report)
+        else:
+            _print_abstention(report["abstention"])
+        return
     pipelines = values(pipeline)
     compare = tuple(compare) if compare else None
     if golden:
@@ -183,6 +200,37 @@ def eval_(golden, beir, split, pipeline, compare, cache, as_json):
         emit_json(report)
         return
     _print_eval(report, compare)
+
+
+def _sizes(text: str | None) -> list[int | None] | None:
+    if not text:
+        return None
+    out: list[int | None] = []
+    for part in text.replace(",", " ").split():
+        if part.lower() == "all":
+            out.append(None)
+        elif part.isdigit() and int(part) >= 2:
+            out.append(int(part))
+        else:
+            raise click.UsageError(f"--sizes: {part!r} is not a number of documents (at least 2) or 'all'")
+    return out or None
+
+
+def _print_abstention(report: dict) -> None:
+    models = [k for k in next(iter(report.values())) if isinstance(next(iter(report.values()))[k], dict)]
+    head = ["size", "docs", "workspaces", "answerable", "unanswerable", "recall@10"]
+    for m in models:
+        head += [f"{m} answered", f"{m} w/ relevant", f"{m} abstained"]
+    rows = []
+    for label, r in report.items():
+        row = [label, r["documents"], r["workspaces"], r["answerable"], r["unanswerable"], _fmt(r["recall@10"])]
+        for m in models:
+            row += [_fmt(r[m]["answered"]), _fmt(r[m]["answered_relevant"]), _fmt(r[m]["abstained"])]
+        rows.append(row)
+    print(table(head, rows))
+    floors = ", ".join(f"{m} {next(iter(report.values()))[m]['floor']}" for m in models)
+    print(f"\nanswered: share of answerable queries for which context serves something (w/ relevant: a relevant "
+          f"document); abstained: share of unanswerable queries for which it serves nothing. Floors: {floors}")
 
 
 def _print_eval(report: dict, compare: tuple[str, str] | None) -> None:

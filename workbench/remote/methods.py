@@ -8,7 +8,7 @@ READ = frozenset({
     "principal", "principals", "list", "browse", "get", "history", "diff", "stats", "search", "context",
     "superseded_by", "trace", "graph_node", "pins", "stale", "preview_files", "set_show", "set_fragments",
     "render_agents", "quick_lexical", "health", "gaps", "usage", "fragment_usage",
-    "proposals", "edit_impact", "actions",
+    "proposals", "edit_impact", "actions", "calibration_info",
 })
 WRITE = frozenset({"edit", "revert", "pin", "unpin", "verify", "snooze", "add_antipattern", "add_fragment",
                    "propose", "accept", "reject"})

@@ -219,3 +219,65 @@ def compare(rankings: dict[str, dict[str, list[str]]], a: str, b: str, queries: 
         if ranked_a[:3] != ranked_b[:3]:
             out.append({"query_id": qid, "query": queries.get(qid, ""), a: ranked_a[:3], b: ranked_b[:3]})
     return out
+
+
+# -- abstention across corpus sizes -----------------------------------------------------------
+
+def run_abstention(corpus: list[tuple[str, str, str]], queries: dict[str, str], qrels: dict[str, dict[str, float]],
+                   derived, sizes, models: dict[str, Any], base: Settings, progress: Callable | None = None
+                   ) -> dict[str, Any]:
+    """Per size (abstention.plan) and per calibration in ``models`` (name → rank.calibration.Calibration):
+    answered (context serves something for an answerable query), answered_relevant (it serves a
+    relevant document), abstained (it serves nothing for an unanswerable one), and recall@10 of the
+    answerable queries; context selected as ``context`` selects it, at each model's own floor."""
+    from .abstention import plan
+
+    by_id = {doc[0]: doc for doc in corpus}
+    plans = plan([doc[0] for doc in corpus], qrels, queries, sizes)
+    asked = sorted({q for _, p in plans for q in (*p.answerable, *p.unanswerable)})
+    vectors: dict[str, Any] = {}
+    settings = replace(preset(base, "hybrid"), use_priors=False)
+    now = datetime(2000, 1, 1)
+    tally: dict[str, dict[str, Any]] = {}
+    for n, (size, p) in enumerate(plans):
+        index = beir_index([by_id[d] for d in p.docs], derived)
+        if not vectors:
+            vectors = dict(zip(asked, index.embedder.encode([queries[q] for q in asked])))
+        label = "all" if size is None or size >= len(corpus) else str(size)
+        row = tally.setdefault(label, {"documents": [], "workspaces": 0, "runs": [], "negatives": 0,
+                                       **{m: {"answered": 0, "relevant": 0, "abstained": 0} for m in models}})
+        row["workspaces"] += 1
+        row["documents"].append(len(p.docs))
+        row["negatives"] += len(p.unanswerable)
+        for qid in (*p.answerable, *p.unanswerable):
+            ranking = rank(index, queries[qid], BEIR_PRINCIPAL, settings, now=now, query_vector=vectors[qid])
+            relevant = {d for d, v in qrels[qid].items() if v > 0}
+            answerable = qid in p.answerable
+            if answerable:
+                row["runs"].append(([index.ids[j] for j in ranking.order], {d: 1.0 for d in relevant}))
+            for name, model in models.items():
+                hits, _ = hits_from(index, ranking, replace(settings, k=CONTEXT_K), for_context=True,
+                                    min_confidence=model.floor, model=model)
+                served = {h.id for h in hits}
+                counts = row[name]
+                if answerable:
+                    counts["answered"] += bool(served)
+                    counts["relevant"] += bool(served & relevant)
+                else:
+                    counts["abstained"] += not served
+        if progress:
+            progress("abstention", n + 1, len(plans))
+    report: dict[str, Any] = {}
+    for label, row in tally.items():
+        positives, negatives = len(row["runs"]), row["negatives"]
+        metrics = summarise(row["runs"])
+        entry = {"documents": max(row["documents"]), "workspaces": row["workspaces"], "answerable": positives,
+                 "unanswerable": negatives, "recall@10": metrics.get("recall@10")}
+        for name, model in models.items():
+            c = row[name]
+            entry[name] = {"floor": model.floor,
+                           "answered": round(c["answered"] / positives, 4) if positives else None,
+                           "answered_relevant": round(c["relevant"] / positives, 4) if positives else None,
+                           "abstained": round(c["abstained"] / negatives, 4) if negatives else None}
+        report[label] = entry
+    return report

@@ -153,6 +153,7 @@ class Ranking:
     query_vector: np.ndarray | None = None
     basis: np.ndarray | None = None          # the statistics' mask (what the caller sees in the working scope)
     query_idf: tuple[np.ndarray, np.ndarray] | None = None   # (token ids, idf) of the query, for coverage
+    basis_cos: np.ndarray | None = None      # the query's cosine with every fragment of the basis
 
 
 def rank(index: SearchIndex, query: str, principal: Principal, settings: Settings, *, now: datetime,
@@ -305,7 +306,8 @@ def _dense(index: SearchIndex, qv: np.ndarray, mask: np.ndarray, settings: Setti
 
 
 def hits_from(index: SearchIndex, ranking: Ranking, settings: Settings, *, for_context: bool = False,
-              min_confidence: float | None = None, calibrate: bool = True) -> tuple[list[Hit], list[Hit]]:
+              min_confidence: float | None = None, calibrate: bool = True,
+              model: calibration.Calibration | None = None) -> tuple[list[Hit], list[Hit]]:
     """Split the ranking into hits (top k, anti-patterns excluded) and "avoid": the
     anti-patterns that ranked within the top k with at least ``AVOID_RATIO`` of the best
     score (or are pinned). Hits and avoid are numbered 1..n each.
@@ -316,7 +318,7 @@ def hits_from(index: SearchIndex, ranking: Ranking, settings: Settings, *, for_c
 
     ``calibrate=False`` leaves every confidence None: no query embedding, so a bm25 ranking
     needs no model (the TUI's lexical preview while the model loads); ``min_confidence``
-    cannot apply then."""
+    cannot apply then. ``model`` is the workspace's calibration (default: the prior)."""
     if not calibrate and min_confidence is not None:
         raise UserError("a confidence floor needs calibrated confidences")
     hits: list[Hit] = []
@@ -330,7 +332,7 @@ def hits_from(index: SearchIndex, ranking: Ranking, settings: Settings, *, for_c
             break
         if i not in conf:  # confidences in blocks, for what is looked at only
             block_of = ranking.order[position:position + block]
-            conf.update(confidences(index, ranking, block_of) if calibrate else dict.fromkeys(block_of))
+            conf.update(confidences(index, ranking, block_of, model) if calibrate else dict.fromkeys(block_of))
             index.fragments_at(block_of)  # read the block's fragments from the store in one query
         pinned = i in ranking.pinned
         if not pinned and for_context and i in ranking.superseded and i not in ranking.named:
@@ -341,9 +343,10 @@ def hits_from(index: SearchIndex, ranking: Ranking, settings: Settings, *, for_c
             strong = position < settings.k and (best <= 0 or ranking.final[i] >= AVOID_RATIO * best)
             if strong or pinned:
                 avoid.append(_hit(index, ranking, i, len(avoid) + 1, top=top, confidence=conf[i],
-                                  calibrate=calibrate))
+                                  calibrate=calibrate, model=model))
         else:
-            hits.append(_hit(index, ranking, i, len(hits) + 1, top=top, confidence=conf[i], calibrate=calibrate))
+            hits.append(_hit(index, ranking, i, len(hits) + 1, top=top, confidence=conf[i], calibrate=calibrate,
+                             model=model))
     return hits, avoid
 
 
@@ -395,20 +398,52 @@ def cosines(index: SearchIndex, ranking: Ranking, positions) -> np.ndarray:
     return out
 
 
-def confidences(index: SearchIndex, ranking: Ranking, positions) -> dict[int, float]:
-    """Position → calibrated confidence (rank/calibration.py) for ``positions``."""
+def basis_cosines(index: SearchIndex, ranking: Ranking) -> np.ndarray:
+    """The query's cosine with every fragment of the statistics' basis (what the caller sees in
+    the working scope), taken from the dense stage when it scored them all."""
+    if ranking.basis_cos is None:
+        basis = ranking.basis if ranking.basis is not None else np.ones(len(index.ids), dtype=bool)
+        dense = ranking.parts.get("dense")
+        at = np.flatnonzero(basis)
+        if dense is not None and at.size and np.isfinite(dense[at]).all():
+            ranking.basis_cos = dense[at].astype(np.float64)
+        elif at.size:
+            if ranking.query_vector is None:
+                ranking.query_vector = index.embedder.encode_query(ranking.query)
+            ranking.basis_cos = _dot_rows(index.vectors()[at], ranking.query_vector.astype(np.float32)
+                                          ).astype(np.float64)
+        else:
+            ranking.basis_cos = np.zeros(0)
+    return ranking.basis_cos
+
+
+def signals(index: SearchIndex, ranking: Ranking, positions) -> dict[str, np.ndarray]:
+    """The signals the confidence model reads (rank/calibration.py), for ``positions``:
+    cosine, coverage and margin (over the query's cosines with every fragment of the basis)."""
     positions = list(positions)
-    if not positions:
-        return {}
     cov = coverage(index, ranking, positions)
     cos = cosines(index, ranking, positions)
     ranking.parts.setdefault("coverage", np.full(len(index.ids), np.nan))
     ranking.parts["coverage"][positions] = cov
-    return dict(zip(positions, calibration.confidence(cos, cov).tolist()))
+    margin = calibration.margin(np.nan_to_num(cos), basis_cosines(index, ranking))
+    ranking.parts.setdefault("margin", np.full(len(index.ids), np.nan))
+    ranking.parts["margin"][positions] = margin
+    return {"cosine": cos, "coverage": cov, "margin": margin}
+
+
+def confidences(index: SearchIndex, ranking: Ranking, positions,
+                model: calibration.Calibration | None = None) -> dict[int, float]:
+    """Position → calibrated confidence (``model``, by default the prior) for ``positions``."""
+    positions = list(positions)
+    if not positions:
+        return {}
+    model = model or calibration.PRIOR
+    return dict(zip(positions, model.confidence(signals(index, ranking, positions)).tolist()))
 
 
 def _hit(index: SearchIndex, ranking: Ranking, i: int, position: int, *, top: float | None = None,
-         confidence: float | None = None, calibrate: bool = True) -> Hit:
+         confidence: float | None = None, calibrate: bool = True,
+         model: calibration.Calibration | None = None) -> Hit:
     p = ranking.parts
 
     def val(arr: np.ndarray) -> float | None:
@@ -419,15 +454,16 @@ def _hit(index: SearchIndex, ranking: Ranking, i: int, position: int, *, top: fl
               "freshness": float(p["freshness"][i]),
               "authority": float(authority[i]) if authority is not None and len(authority) else 0.0,
               "pinned": i in ranking.pinned}
-    if "coverage" in p and np.isfinite(p["coverage"][i]):
-        scores["coverage"] = float(p["coverage"][i])
+    for signal in ("coverage", "margin"):
+        if signal in p and np.isfinite(p[signal][i]):
+            scores[signal] = float(p[signal][i])
     if "rerank" in p:
         scores["rerank"] = val(p["rerank"])
     top = _top_score(ranking) if top is None else top
     raw = float(ranking.final[i]) if np.isfinite(ranking.final[i]) else 0.0
     score = min(1.0, max(0.0, raw) / top) if top > 0 else 0.0
     if confidence is None and calibrate:
-        confidence = confidences(index, ranking, [i])[i]
+        confidence = confidences(index, ranking, [i], model)[i]
     new = ranking.superseded.get(i)
     superseded_by = (index.ids[new], int(index.versions[new])) if new is not None else None
     return Hit(fragment=index.fragment(i), score=score, scores=scores, rank=position,

@@ -41,9 +41,10 @@ BUDGET = 3200            # the token budget ``context`` serves by default
 class Checks(Feature):
     """``check``: the golden set against its baseline."""
 
-    def __init__(self, ws: Workspace, evaluation: Evaluation):
+    def __init__(self, ws: Workspace, evaluation: Evaluation, calibrating=None):
         super().__init__(ws)
         self.evaluation = evaluation
+        self.calibrating = calibrating   # refits the calibration with --update-baseline
 
     def check(self, golden: str | Path | None = None, baseline: str | Path | None = None, *,
               update_baseline: bool = False, principal: str | Principal | None = None, k: int = 10,
@@ -76,6 +77,7 @@ class Checks(Feature):
                             f"query ids is in {golden_path}): run `workbench check --update-baseline` to replace it")
         at = now or (utcnow() if update_baseline or old is None else baseline_file.ranked_at(old))
 
+        fitted = self._refit(golden_path) if update_baseline else None
         out = self.evaluation.rank_golden(queries, [PIPELINE], now=at, keep_context=PIPELINE)
         served, texts = self._served(queries, out["context"])
         rankings = out["rankings"][PIPELINE]
@@ -95,7 +97,20 @@ class Checks(Feature):
             baseline_file.write_baseline(baseline_path, baseline_file.baseline_data(
                 current, metrics, golden=golden_path.name, k=k, ranked_at=at.isoformat(), pipeline=PIPELINE,
                 fragments=_records(current, stored)))
+        if fitted is not None:
+            report.calibration = fitted
         return report
+
+    def _refit(self, golden_path: Path) -> str | None:
+        """``--update-baseline`` first refits the calibration on the golden set (calibrating.py), so the
+        baseline records what context serves under the new fit; a set too small to fit keeps the
+        calibration in use, and the report says so."""
+        if self.calibrating is None:
+            return None
+        try:
+            return self.calibrating.calibrate(golden_path).calibration.describe()
+        except UserError as e:
+            return f"not refitted: {e}"
 
     def _served(self, queries: list[dict], selected: dict[str, tuple[list, list]]
                 ) -> tuple[dict[str, list[str]], dict[str, str]]:

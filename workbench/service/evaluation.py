@@ -62,9 +62,15 @@ class Evaluation(Feature):
     @staticmethod
     def eval_beir(folder: str, *, split: str = "test", pipelines: list[str] | None = None,
                   compare: tuple[str, str] | None = None, cache: str | None = None,
-                  progress: Callable | None = None) -> dict[str, Any]:
+                  progress: Callable | None = None, abstention: bool = False,
+                  sizes: list[int | None] | None = None) -> dict[str, Any]:
         """Evaluate on a BEIR directory. Embeddings are cached (by text hash) in ``cache``: a DuckDB
-        file (default: $WORKBENCH_CACHE, else ~/.cache/workbench/eval.duckdb) or a PostgreSQL URL."""
+        file (default: $WORKBENCH_CACHE, else ~/.cache/workbench/eval.duckdb) or a PostgreSQL URL.
+
+        ``abstention``: instead, workspaces of each of ``sizes`` documents (None: the whole set;
+        default 20, 200, 2,000 and the whole set) where each query is answerable or not
+        (retrieval/abstention.py), with the answered and abstained rates of the prior and of the
+        legacy model (fitted on the sample corpus before issue 28) at their floors, per size."""
         import os
         from pathlib import Path
 
@@ -87,8 +93,15 @@ class Evaluation(Feature):
         try:
             index = evaluate.beir_index(corpus, IndexManager(store))
             index.progress = progress
-            if any(evaluate.PRESETS[n]["pipeline"] != "bm25" for n in names):
+            if abstention or any(evaluate.PRESETS[n]["pipeline"] != "bm25" for n in names):
                 index.vectors()
+            if abstention:
+                from ..rank import calibration
+                from ..retrieval.abstention import DEFAULT_SIZES
+
+                return {"abstention": evaluate.run_abstention(
+                    corpus, queries, qrels, IndexManager(store), sizes or list(DEFAULT_SIZES),
+                    {"prior": calibration.PRIOR, "legacy": calibration.LEGACY}, Settings(), progress)}
             out = evaluate.run_beir(index, queries, qrels, Settings(), names)
         finally:
             store.close()

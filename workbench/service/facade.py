@@ -8,6 +8,7 @@ the service's features, each in its own module and each told in its constructor 
     retrieval   Retrieval   search, context, fetch, traces
     evaluation  Evaluation  golden set and BEIR
     checks      Checks      knowledge CI: the golden set against its baseline
+    calibrating Calibrating confidence and the abstention floor fitted on the golden set, or the prior
     impact      Impact      edit impact: the golden queries an edit would change
     curation    Curation    pins, graph, dedupe, merge, anti-patterns
     staleness   Staleness   stale, nudge, verify, snooze
@@ -36,6 +37,7 @@ from ..models import Principal
 from ..retrieval.embedder import Embedder
 from ..retrieval.manager import IndexManager
 from ..store import Store, open_store
+from .calibrating import Calibrating
 from .check import Checks
 from .curation import Curation
 from .evaluation import Evaluation, copy_golden, golden_to_copy
@@ -73,7 +75,8 @@ class Workbench:
         self.fragments = Fragments(self.ws)
         self.retrieval = Retrieval(self.ws, self.fragments)
         self.evaluation = Evaluation(self.ws, self.retrieval)
-        self.checks = Checks(self.ws, self.evaluation)
+        self.calibrating = Calibrating(self.ws, self.retrieval, self.evaluation)
+        self.checks = Checks(self.ws, self.evaluation, self.calibrating)
         self.impact = Impact(self.ws, self.fragments, self.retrieval, self.evaluation)
         self.curation = Curation(self.ws, self.fragments, self.retrieval)
         self.ingestion = Ingestion(self.ws, self.curation)
@@ -300,6 +303,9 @@ class Workbench:
     golden_path = _via("evaluation", Evaluation.golden_path)
     eval_beir = staticmethod(Evaluation.eval_beir)
     check = _via("checks", Checks.check)
+    calibrate = _via("calibrating", Calibrating.calibrate)
+    calibration = _via("calibrating", Calibrating.calibration)
+    calibration_info = _via("calibrating", Calibrating.calibration_info)
     edit_impact = _via("impact", Impact.edit_impact)
     edit_with_impact = _via("impact", Impact.edit_with_impact)
 

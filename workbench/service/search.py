@@ -35,6 +35,7 @@ from .workspace import Feature, Workspace
 MAX_QUERY_CHARS = 4000
 TRACE_NOT_STORED = "trace not stored (read-only workspace)"
 MAX_BUDGET = 1_000_000
+CALIBRATION_TTL_S = 2.0
 
 
 @dataclass
@@ -116,11 +117,12 @@ class Retrieval(Feature):
             ranking.pinned = {i for i in ranking.pinned if index.ids[i] not in withheld}
         if settings.reranker:
             ranking = rerank(index, ranking, query, self.ws.index.reranker(settings.reranker), settings.rerank_top_n)
+        model = self.calibration() if calibrate else None
         hits, avoid = hits_from(index, ranking, settings, for_context=for_context, min_confidence=min_confidence,
-                                calibrate=calibrate)
+                                calibrate=calibrate, model=model)
         visible = index.visible(principal, within)
         shown = [index.pos[fid] for fid in pins if fid in index.pos and visible[index.pos[fid]]]
-        conf = confidences(index, ranking, shown) if calibrate else dict.fromkeys(shown)  # one pass for all
+        conf = confidences(index, ranking, shown, model) if calibrate else dict.fromkeys(shown)  # one pass for all
         pin_hits = [_pin_hit(index, ranking, i, conf[i], calibrate) for i in shown]
         self.ws.index.keep(index)  # a new base (first build, or a merge) is persisted for the next process
         return Retrieved(index, ranking, hits, avoid, pin_hits)
@@ -170,8 +172,8 @@ class Retrieval(Feature):
         """Budgeted, cited context: pins, then ranked fragments, then anti-patterns to avoid.
         Superseded fragments are left out (unless the caller cannot see their superseder, or
         the query names them), and so is every candidate below the confidence floor
-        (``min_confidence``, else workbench.yaml's ``confidence_floor``, else
-        ``rank.calibration.DEFAULT_FLOOR``); pins always come. When nothing passes, the note
+        (``min_confidence``, else workbench.yaml's ``confidence_floor``, else the floor of the
+        workspace's calibration: its golden fit, or the prior); pins always come. When nothing passes, the note
         is "no relevant knowledge in scope" and only pins (if any) are served."""
         if isinstance(budget, bool) or not isinstance(budget, int) or not 0 <= budget <= MAX_BUDGET:
             raise UserError(f"the budget must be a whole number of tokens from 0 to {MAX_BUDGET}")
@@ -197,12 +199,35 @@ class Retrieval(Feature):
 
     def confidence_floor(self, min_confidence: float | None = None) -> float:
         """The confidence floor a ``context`` call applies: ``min_confidence`` when given, else
-        workbench.yaml's ``confidence_floor``, else the calibrated default."""
+        workbench.yaml's ``confidence_floor``, else the floor of the workspace's calibration."""
         given = _confidence(min_confidence)
         if given is not None:
             return given
         configured = getattr(self.config, "confidence_floor", None)
-        return float(configured) if configured is not None else calibration.DEFAULT_FLOOR
+        return float(configured) if configured is not None else self.calibration().floor
+
+    def calibration(self) -> calibration.Calibration:
+        """The confidence model in use: the workspace's golden-set fit when one is stored (``calibrate``),
+        else the prior. Read from the store at most every ``CALIBRATION_TTL_S`` (another process may refit)."""
+        import time
+
+        cached = getattr(self, "_calibration", None)
+        if cached is not None and time.monotonic() - cached[0] < CALIBRATION_TTL_S:
+            return cached[1]
+        model = calibration.PRIOR
+        stored = self.store.calibration()
+        if stored:
+            import json
+
+            try:
+                model = calibration.Calibration.from_dict(json.loads(stored))
+            except (ValueError, KeyError, TypeError):
+                model = calibration.PRIOR   # written by a newer workbench: the prior, until refitted
+        self._calibration = (time.monotonic(), model)
+        return model
+
+    def forget_calibration(self) -> None:
+        self._calibration = None
 
     def _filters(self, kind, tag, owner, updated_since):
         return make_filters(kind=kind, tag=tag, owner=owner, updated_since=updated_since,

@@ -32,6 +32,7 @@ from textual.widgets import ProgressBar
 
 from ..errors import WorkbenchError
 from ..inert import inert
+from .format import calibration_label
 from .plain import Static
 
 
@@ -87,11 +88,13 @@ class WorkbenchApp(App):
         self.data_version = 0               # bumped after every write; screens reload when they see it move
         self.model_state = "not loaded" if load_model else "off"
         self.offered = frozenset(workbench.actions(self.principal))  # the write actions it may take at all
+        self.calibration = calibration_label(workbench.calibration_info())  # for the header: one meta row
         self._show_identity()
 
     def _show_identity(self) -> None:
         model = {"loading": " · model loading…", "failed": " · model unavailable"}.get(self.model_state, "")
-        self.sub_title = f"{self.wb.config.name} · as {self.principal.name}{model}"
+        calibrated = f" · {self.calibration}" if self.calibration else ""
+        self.sub_title = f"{self.wb.config.name} · as {self.principal.name}{calibrated}{model}"
 
     def notify(self, message: str, *, title: str = "", severity: str = "information", timeout: float | None = None,
                markup: bool = False) -> None:

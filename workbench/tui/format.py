@@ -49,3 +49,17 @@ def scope_label(scope: Scope, orgs: tuple[str, ...] | list[str] = ()) -> str:
     if len(orgs) == 1 and scope.org in orgs:
         return "/".join(lower) or "org-wide"
     return "/".join([scope.org, *lower]) if lower else f"{scope.org} (org-wide)"
+
+
+def calibration_label(info: dict | None) -> str:
+    """How the workspace is calibrated, short enough for the header: the floor ``context``
+    applies and where it comes from (``Workbench.calibration_info``; ``info`` says more)."""
+    if not isinstance(info, dict) or not isinstance(info.get("floor"), (int, float)):
+        return ""
+    if info.get("source") == "golden":
+        when = str(info.get("fitted_at") or "")[:10]
+        source = f"golden fit, {info.get('queries') or 0} queries" + (f", {when}" if when else "")
+    else:
+        source = str(info.get("source") or "prior")
+    configured = abs(float(info["floor"]) - float(info.get("model_floor", info["floor"]))) > 1e-12
+    return f"floor {float(info['floor']):.2f} ({'workbench.yaml' if configured else source})"

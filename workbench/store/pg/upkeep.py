@@ -125,6 +125,16 @@ class PgUpkeep:
         rows = self._q("SELECT value FROM meta WHERE key = 'workspace_id'")
         return identities.Identity(rows[0][0] if rows else None, location(self.dsn))
 
+    def calibration(self) -> str | None:
+        rows = self._q("SELECT value FROM meta WHERE key = 'calibration'")
+        return rows[0][0] if rows and rows[0][0] else None
+
+    def put_calibration(self, data: str | None) -> None:
+        with self.transaction("calibrate"):
+            self._q("DELETE FROM meta WHERE key = 'calibration'")
+            if data is not None:
+                self._q("INSERT INTO meta VALUES ('calibration', ?)", [data])
+
     def _upgrade(self, con) -> None:
         """Apply pending migrations to an existing schema after a backup to the workspace folder's
         ``backups/`` (a new, empty database: none), then mirror the identity in ``workspace.id``."""
