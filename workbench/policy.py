@@ -32,10 +32,9 @@ module turns it into a decision for each action:
       (create, list, revoke)   database file), an admin principal for any principal's tokens,
                                any principal for its own (``may_manage_token``); but an agent
                                never creates one, not even for itself (``may_create_token``)
-    purge traces (any          the local administrator and admin principals (``may_purge_traces``)
-      principal's, by age)
-    workspace-wide figures     the local administrator and admin principals; others are counted
-      (info, /metrics)         only what they see, or refused (``sees_workspace_totals``)
+    purge traces, calibrate,   the local administrator and admin principals (``may_purge_traces``,
+      workspace-wide figures   ``may_calibrate``, ``sees_workspace_totals``); others are counted
+      (info, /metrics)         only what they see, or refused
     propose in scope S         any principal who can see S (its own session scope included); a
                                scope it cannot see is refused like one that does not exist
     review (accept / reject)   a reviewer of the proposal (see below) who can see the scope it
@@ -458,9 +457,8 @@ def may_manage_token(actor: Principal | None, owner: str) -> bool:
 
 
 def may_create_token(actor: Principal | None, owner: str) -> Decision:
-    """``may_manage_token`` for a new token, and never by an agent (nor a kind the table reads as
-    one), not even for itself: a token is a lasting credential, and an agent that mints its own
-    outlives the revocation of the one it was given. People and services keep their rights."""
+    """``may_manage_token`` for a new token, never by an agent, not even for itself: a token lasts, and an
+    agent that mints its own outlives the revocation of the one it was given."""
     if actor is not None and actor.kind not in ("person", "service"):
         return _deny(f"{actor.name} is an agent: it may not create tokens, not even for itself (an admin or the "
                      "local administrator creates them; an agent may list and revoke its own)", "token-create")
@@ -471,9 +469,7 @@ def may_create_token(actor: Principal | None, owner: str) -> Decision:
 
 
 def may_purge_traces(actor: Principal | None) -> Decision:
-    """May ``actor`` remove traces (every principal's, or one principal's)? Traces are the record of
-    what agents were served, which leads read in ``usage`` and ``gaps``: only the local administrator
-    (``None``) and admin principals remove them; nobody else, not even their own."""
+    """May ``actor`` remove traces (what leads read in ``usage`` and ``gaps``)? Only admins, never one's own."""
     if actor is None or actor.admin:
         return ALLOW
     return _deny(f"only an admin or the local administrator may purge traces ({actor.name} is not an admin)",
@@ -481,16 +477,15 @@ def may_purge_traces(actor: Principal | None) -> Decision:
 
 
 def sees_workspace_totals(actor: Principal | None) -> bool:
-    """May ``actor`` see figures about the whole workspace (``info``'s counts, the server's
-    /metrics: every fragment, version, event, trace and request, whoever they belong to)? The local
-    administrator (``None``) and admin principals; anyone else is told only about what it sees."""
+    """May ``actor`` see figures about the whole workspace (``info``'s counts, the server's /metrics)? The
+    local administrator (``None``) and admin principals; anyone else is told only about what it sees."""
     return actor is None or actor.admin
 
 
 def may_calibrate(actor: Principal | None) -> bool:
-    """May ``actor`` refit or reset the workspace's confidence calibration (it sets the floor below
-    which every principal's ``context`` abstains)? The local administrator and admin principals."""
-    return actor is None or actor.admin
+    """May ``actor`` refit or reset the confidence calibration (the floor below which everyone's
+    ``context`` abstains)? Whoever may see the workspace's totals: the local administrator and admins."""
+    return sees_workspace_totals(actor)
 
 
 def taken_message(fragment_id: str) -> str:
@@ -500,7 +495,6 @@ def taken_message(fragment_id: str) -> str:
 
 
 __all__ = ["Decision", "ACTIONS", "RULES", "KIND_RULES", "WRITE_ACTIONS", "offered", "may", "require", "may_write",
-           "write_action", "sees", "sees_scope", "sees_query", "taken_message", "may_manage_token",
-           "may_create_token", "may_purge_traces",
-           "sees_workspace_totals", "call_scopes",
-           "proposed_by", "authored", "reviews"]
+           "write_action", "sees", "sees_scope", "sees_query", "taken_message", "may_manage_token", "may_create_token",
+           "may_purge_traces", "may_calibrate", "sees_workspace_totals", "call_scopes", "proposed_by", "authored",
+           "reviews"]

@@ -42,9 +42,10 @@ def check(golden, baseline, update_baseline, principal, as_json):
     if as_json:
         emit_json(data)
     else:
-        print("\n".join(lines(data)))
-        if data.get("calibration"):
-            print(f"calibration: {data['calibration']}")
+        out = lines(data)
+        if data.get("calibration"):   # before the verdict, which stays the last line
+            out[-1:-1] = [f"calibration: {data['calibration']}"]
+        print("\n".join(out))
     return report.exit_code
 
 
