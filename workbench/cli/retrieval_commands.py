@@ -124,8 +124,10 @@ def context(query, principal, scope, pipeline, min_score, rerank, allow_secret, 
         emit_json(result.to_dict())
         return
     print(result.text())
+    note = f"; {result.note}" if result.note and result.note != result.notice else ""
     print(f"\n<!-- {result.used_tokens}/{result.budget_tokens} tokens, {len(result.fragments)} fragments, "
-          f"{len(result.avoid)} to avoid, {len(result.omitted)} omitted; trace {result.trace_id or 'not stored'} -->")
+          f"{len(result.avoid)} to avoid, {len(result.omitted)} omitted; trace {result.trace_id or 'not stored'}"
+          f"{note} -->")
 
 
 @command("trace", "Show exactly what a search or context call served.",

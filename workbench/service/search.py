@@ -192,7 +192,8 @@ class Retrieval(Feature):
                                       "omitted": composed.omitted, "min_confidence": floor, "abstained": abstained})
         note = composed.note if trace_id else "; ".join(filter(None, [composed.note, TRACE_NOT_STORED]))
         return ContextResult(trace_id, query, budget, composed.used, composed.fragments, composed.avoid,
-                             composed.omitted, note, min_confidence=floor, abstained=abstained)
+                             composed.omitted, note, min_confidence=floor, abstained=abstained,
+                             notice=composed.notice)
 
     def confidence_floor(self, min_confidence: float | None = None) -> float:
         """The confidence floor a ``context`` call applies: ``min_confidence`` when given, else
