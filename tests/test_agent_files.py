@@ -534,7 +534,7 @@ def test_what_agents_md_lists_under_always_follow_is_always_applied_in_cursor_ru
         bench.export_agents("cursor-rules", tmp_path / "cursor", scope=SCOPE, principal="marco.bianchi",
                             budget=20000)
     agents = (tmp_path / "md" / "AGENTS.md").read_text(encoding="utf-8")
-    always = set(re.findall(r"^- Always follow “.*” \(\w+, `([^`@]+)@v\d+`\)\.$", agents, re.M))
+    always = set(re.findall(r"^- Always follow “.*” \(\w+, `([^`@]+)@v\d+`\)\.$", agents, re.MULTILINE))
     assert len(always) >= 3, agents[:2000]
     applied, attached = set(), set()
     for path in (tmp_path / "cursor" / ".cursor" / "rules").glob("*.mdc"):
