@@ -6,8 +6,8 @@ naming it are refused."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
-import pytest
 import yaml
 
 from conftest import CONFIG, SAMPLE, fragment_text
@@ -50,7 +50,7 @@ def test_eval_and_check_read_the_golden_set_from_stdin(sample_workspace, cli):
     assert data["compared"] == data["queries"] > 0 and not data["regressions"]
     baseline = json.loads(written.stdout)["baseline"]
     from_stdin = cli("check", "--baseline", "-", "--json", workspace=sample_workspace,
-                     input=open(baseline, encoding="utf-8").read())
+                     input=Path(baseline).read_text(encoding="utf-8"))
     assert from_stdin.returncode == 0 and json.loads(from_stdin.stdout)["compared"] == data["compared"]
     refused = cli("check", "--baseline", "-", "--update-baseline", workspace=sample_workspace, input="{}")
     assert refused.returncode == 2 and "--update-baseline writes the baseline" in refused.stderr

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
-from .options import (INT, MultiValueOption, PRINCIPAL_DEFAULT, as_option, command, json_option, open_workbench,
-                      scope_option, values, workspace)
+from .options import (id_argument, INT, MultiValueOption, PRINCIPAL_DEFAULT, as_option, command, json_option,
+                      open_workbench, scope_option, values, workspace)
 from .inputs import STDIN_NAME, config_input, input_path, one_stdin, stdin_paths
 from .render import age, emit_json, fragment_text, table
 
@@ -156,7 +156,7 @@ def principals(as_json):
 
 @command("show", "Show one fragment (the current version, or --version N).",
          "workbench show nw-adr-0007-idempotency-keys --as marco.bianchi")
-@click.argument("id")
+@id_argument()
 @click.option("--version", type=INT, metavar="N", help="show version N")
 @as_option()
 @json_option()
@@ -173,7 +173,7 @@ def show(id, version, principal, as_json):
 
 @command("history", "List every version of a fragment.",
          "workbench history nw-adr-0007-idempotency-keys --as marco.bianchi")
-@click.argument("id")
+@id_argument()
 @as_option()
 @json_option()
 def history(id, principal, as_json):
@@ -188,7 +188,7 @@ def history(id, principal, as_json):
 
 @command("diff", "Show a unified diff of a fragment between versions A and B.",
          "workbench diff nw-adr-0007-idempotency-keys 1 2 --as marco.bianchi")
-@click.argument("id")
+@id_argument()
 @click.argument("a", type=INT)
 @click.argument("b", type=INT)
 @as_option()
@@ -215,7 +215,7 @@ def _changed(as_json: bool, fragment) -> None:
          "workbench edit nw-adr-0007-idempotency-keys --file body.md --reason 'note the TTL' --as marco.bianchi "
          "--base 1\n"
          "workbench edit nw-rb-psp-failover --file body.md --dry-run --as dan.kowalski")
-@click.argument("id")
+@id_argument()
 @click.option("--file", "file", required=True, metavar="F", help="fragment file or markdown body ('-' for stdin)")
 @click.option("--reason", help="why this change (required, unless --dry-run)")
 @base_option()
@@ -255,7 +255,7 @@ def edit(id, file, reason, base, allow_secret, dry_run, golden, principal, as_js
 
 @command("revert", "Append a new version whose content equals an earlier version.",
          "workbench revert nw-adr-0007-idempotency-keys --to 1 --as marco.bianchi")
-@click.argument("id")
+@id_argument()
 @click.option("--to", type=INT, required=True, metavar="N", help="the version to return to")
 @click.option("--reason", help="why (default: 'revert to vN')")
 @base_option()
@@ -269,7 +269,7 @@ def revert(id, to, reason, base, principal, as_json):
 def _status_command(name: str, verb: str, method: str):
     @command(name, f"{verb} fragment (a new version; history is kept).",
              f"workbench {name} nw-adr-0007-idempotency-keys --reason 'superseded' --as marco.bianchi")
-    @click.argument("id")
+    @id_argument()
     @click.option("--reason", required=True, help="why (required)")
     @base_option()
     @as_option(required=True)

@@ -36,6 +36,7 @@ from ..retrieval.embedder import Embedder
 from ..retrieval.manager import IndexManager
 from ..store import Store, open_store
 from .check import Checks
+from .complete import Completion
 from .curation import Curation
 from .evaluation import Evaluation, copy_golden, golden_to_copy
 from .exports import Exports
@@ -81,6 +82,7 @@ class Workbench:
         self.staleness = Staleness(self.ws, self.fragments, self.usage_feature, self.gaps_feature, self.proposing)
         self.exports = Exports(self.ws, self.fragments, self.retrieval)
         self.tokens = Tokens(self.ws)
+        self.completion = Completion(self.ws)
 
     @property
     def root(self) -> Path:
@@ -341,4 +343,7 @@ class Workbench:
     proposals = _via("proposing", Proposals.proposals)
     accept = _via("proposing", Proposals.accept)
     reject = _via("proposing", Proposals.reject)
+
+    complete_ids = _via("completion", Completion.fragment_ids)
+    complete_scopes = _via("completion", Completion.scopes)
 
