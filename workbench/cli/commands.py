@@ -164,7 +164,8 @@ def show(id, version, principal, as_json):
     with open_workbench() as wb:
         data = wb.get(id, version=version, principal=principal).to_dict()
         newer = wb.superseded_by(id, principal=principal)
-        data["superseded_by"] = {"id": newer[0], "version": newer[1]} if newer else None
+        data["superseded_by"] = ({"id": newer[0], "version": newer[1], **({"archived": True} if len(newer) > 2 else {})}
+                                 if newer else None)
     if as_json:
         emit_json(data)
     else:
@@ -276,7 +277,15 @@ def _status_command(name: str, verb: str, method: str):
     @json_option()
     def change(id, reason, base, principal, as_json):
         with open_workbench() as wb:
-            _changed(as_json, getattr(wb, method)(id, actor=principal, reason=reason, base=base))
+            changed = getattr(wb, method)(id, actor=principal, reason=reason, base=base)
+            kept = wb.replaced_by(changed.id, principal=principal) if method == "archive" else []
+        if as_json:
+            emit_json({**changed.to_dict(), **({"still_superseded": kept} if method == "archive" else {})})
+            return
+        _changed(False, changed)
+        for old in kept:   # archiving a superseder does not bring back what it replaced
+            print(f"note: {old} stays superseded by {changed.id} (now archived): agents are still not served it. "
+                  f"To serve it again, remove it from {changed.id}'s supersedes (workbench edit {changed.id})")
 
     return change
 

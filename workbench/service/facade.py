@@ -288,6 +288,7 @@ class Workbench:
     confidence_floor = _via("retrieval", Retrieval.confidence_floor)
     supersessions = _via("retrieval", Retrieval.supersessions)
     superseded_by = _via("retrieval", Retrieval.superseded_by)
+    replaced_by = _via("retrieval", Retrieval.replaced_by)
     fetch = _via("retrieval", Retrieval.fetch)
     record_get = _via("retrieval", Retrieval.record_get)
     trace = _via("retrieval", Retrieval.trace)
