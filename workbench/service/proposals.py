@@ -154,7 +154,7 @@ class Proposals(Feature):
 
         while True:
             fid = f"{ID_PREFIX}-{slug(title, 'proposal')}-{secrets.token_hex(3)}"
-            if self.store.get(fid) is None:
+            if self.store.get(fid) is None and self.store.alias_target(fid) is None:
                 return fid
 
     def _guard(self, content: Content) -> None:
@@ -207,6 +207,8 @@ class Proposals(Feature):
                owner: str | None = None, reason: str | None = None, title: str | None = None,
                body: str | None = None, base: int | None = None, now: datetime | None = None) -> Fragment:
         """Accept a proposal: it becomes an active fragment in ``scope`` (default: where it was proposed),
+        with an id by the org's convention (``nw-note-<slug of its title>``; its ``prop-...`` id redirects
+        to it: get, show, history and MCP get by the old id reach it),
         owned by ``owner`` (default: the owner it names when that is not its author, else the reviewer),
         with ``details.review`` = {decision: accepted, by, at[, reason]}. A new ``title`` or ``body`` is
         saved first as an edit by the reviewer, so the history shows propose, edit, accept. ``base``:
@@ -247,9 +249,27 @@ class Proposals(Feature):
                 base = None
             self.fragments.write(fragment_id, accepted, actor=who, base=base,
                                  reason=f"accepted{': ' + review['reason'] if 'reason' in review else ''}")
-            self.store.add_event("accept", actor=who.name, fragment_id=fragment_id,
-                                 detail={"scope": str(where), "owner": keeper, "proposed_by": author})
-            return self.store.get(fragment_id)
+            final = self._conventional_id(current.id, accepted)
+            if final != current.id:   # the prop-... id redirects to it from now on
+                self.store.rename_fragment(current.id, final, now)
+            self.store.add_event("accept", actor=who.name, fragment_id=final,
+                                 detail={"scope": str(where), "owner": keeper, "proposed_by": author,
+                                         "proposal_id": current.id})
+            return self.store.get(final)
+
+    def _conventional_id(self, proposal_id: str, content: Content) -> str:
+        """The id an accepted proposal takes: the org's convention for its kind and title
+        (``nw-note-<slug>``, ``tw-ap-<slug>``: curate/ids.py, as new fragments get), never taken
+        (by a fragment or an old id that redirects)."""
+        from ..curate.ids import ABBREVIATIONS, new_id
+
+        if not proposal_id.startswith(f"{ID_PREFIX}-"):
+            return proposal_id
+        rows = self.store.summaries()  # (id, kind, title, owner, org, ...): light rows, no bodies
+        org = content.scope.org
+        return new_id(content.title, org=org, org_ids=[(r[0], r[1]) for r in rows if r[4] == org],
+                      taken={r[0] for r in rows} | self.store.alias_ids(), kind=content.kind,
+                      abbreviation=ABBREVIATIONS[content.kind])
 
     def _require_base(self, current: Fragment) -> None:
         """Refuse an accept that names no base version when the proposal has more than one: the

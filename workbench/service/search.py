@@ -231,7 +231,7 @@ class Retrieval(Feature):
         this one; else (id, version, "archived") when it sees an archived one that does (what an
         archived fragment replaced stays replaced); else None. Scope-checked like ``get``."""
         who = self.principal(principal)
-        self.fragments.get(fragment_id, principal=who)
+        fragment_id = self.fragments.get(fragment_id, principal=who).id
         found = [f for f in self.store.fragments(ids=self.store.superseders(fragment_id))
                  if f.id != fragment_id and f.status in ("active", "archived") and policy.sees(who, f)]
         for status in ("active", "archived"):   # an archived superseder counts when no active one does
