@@ -123,7 +123,8 @@ def accept(id, scope, owner, title, body, file, reason, base, principal, as_json
     if as_json:
         emit_json(done.to_dict())
     else:
-        print(f"accepted {done.id} (v{done.version}) into {done.scope}, owner {done.owner}")
+        named = f" as {done.id} ({id} redirects to it)" if done.id != id else ""
+        print(f"accepted {id}{named} (v{done.version}) into {done.scope}, owner {done.owner}")
 
 
 @command("reject", "Reject a proposal, with a reason its author reads back (`show`, MCP `get`).",

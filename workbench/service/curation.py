@@ -13,6 +13,7 @@ from ..models import Content, Fragment, Principal, Scope
 from ..models import utcnow
 from .fragments import Fragments
 from .search import Retrieval
+from ..curate.gaps import PLACEHOLDER, still_placeholder
 from ..curate.ids import ABBREVIATIONS
 from .workspace import Feature, Workspace
 
@@ -266,6 +267,9 @@ class Curation(Feature):
             raise UserError("a new fragment needs a title", param="title")
         if not isinstance(body, str) or not body.strip():
             raise UserError("a new fragment needs a body", param="body")
+        if still_placeholder(body):   # a gap's draft that was not written: it must not reach agents or exports
+            raise UserError(f"the body still holds the draft's placeholder (\"{PLACEHOLDER}\"): write the answer "
+                            "and remove that line", param="body")
         where = Scope.coerce(scope)
         fid = fragment_id
         if not fid:

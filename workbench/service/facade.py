@@ -77,8 +77,8 @@ class Workbench:
         self.curation = Curation(self.ws, self.fragments, self.retrieval)
         self.ingestion = Ingestion(self.ws, self.curation)
         self.usage_feature = Usage(self.ws)
-        self.gaps_feature = Gaps(self.ws, self.retrieval)
         self.proposing = Proposals(self.ws, self.fragments)
+        self.gaps_feature = Gaps(self.ws, self.retrieval, self.proposing)
         self.staleness = Staleness(self.ws, self.fragments, self.usage_feature, self.gaps_feature, self.proposing)
         self.exports = Exports(self.ws, self.fragments, self.retrieval)
         self.tokens = Tokens(self.ws)
@@ -319,6 +319,7 @@ class Workbench:
     usage = _via("usage_feature", Usage.usage)
     fragment_usage = _via("usage_feature", Usage.fragment_usage)
     gaps = _via("gaps_feature", Gaps.gaps)
+    draft_gap = _via("gaps_feature", Gaps.draft_gap)
 
     export_files = _via("exports", Exports.export_files)
     preview_files = _via("exports", Exports.preview_files)

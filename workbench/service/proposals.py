@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .. import policy
+from ..curate.gaps import PLACEHOLDER, still_placeholder
 from ..errors import Conflict, NotFound, RateLimited, SecretFound, UserError
 from ..models import PROPOSAL_KINDS, PROPOSAL_STATUSES, Content, Fragment, Principal, Scope
 from ..models import utcnow
@@ -31,6 +32,7 @@ LIST_STATUSES = ("proposed", "rejected", "all")
 WINDOW = timedelta(hours=1)
 MAX_BODY = 50_000           # characters: a proposal is a note, not a document dump
 ID_PREFIX = "prop"
+DRAFT_KINDS = ("note", "runbook", "decision", "policy")   # what a person drafts to answer a question
 
 # "Don't: ...", "**Why:** ...", "## Instead" ... : an anti-pattern's fields written in a body
 _LABELS = {"dont": "dont", "don't": "dont", "do not": "dont", "why": "why", "instead": "instead"}
@@ -126,6 +128,41 @@ class Proposals(Feature):
             self.fragments.write(fid, content, actor=who, reason=f"proposed by {who.name}: awaiting review")
             self.store.add_event("propose", actor=who.name, fragment_id=fid,
                                  detail={"kind": kind, "scope": str(where)})
+            return self.store.get(fid)
+
+    def draft(self, title: str, body: str, *, kind: str = "note", scope: Scope | str, principal: str | Principal |
+              None = None, owner: str | None = None, reason: str = "drafted", now: datetime | None = None) -> Fragment:
+        """A person's draft of a fragment answering something (a note, runbook, decision or policy: a
+        gap's draft, service/gaps.py): stored as a proposal by ``principal``, never served or exported
+        until a reviewer accepts it, owned by ``owner`` (default: the drafter) in ``scope`` (one it may
+        see). Passes what a proposal passes: the schema, the scope, the secret guard, the hourly limit."""
+        from ..ingest.files import ParsedFragment, content_from_data
+        from ..ingest.importer import check_semantics
+        from ..schemas import validate
+
+        who = self.principal(principal)
+        now = now or utcnow()
+        if kind not in DRAFT_KINDS:
+            raise UserError(f"unknown kind {kind!r} for a draft (valid: {', '.join(DRAFT_KINDS)})", param="kind")
+        if not isinstance(title, str) or not title.strip():
+            raise UserError("a draft needs a title", param="title")
+        if not isinstance(body, str) or not body.strip():
+            raise UserError("a draft needs a body", param="body")
+        if len(body) > MAX_BODY:
+            raise UserError(f"the body is too long ({len(body)} characters, at most {MAX_BODY})", param="body")
+        where = self._target(who, scope)
+        data: dict[str, Any] = {"id": "proposal", "kind": kind, "title": title.strip(),
+                                "scope": {k: v for k, v in where.to_dict().items() if v}, "owner": owner or who.name,
+                                "status": "proposed", "proposed_by": who.name}
+        validate("fragment", data, file="<draft>")
+        content = content_from_data(data, body, file="<draft>")
+        check_semantics(ParsedFragment("proposal", content, None, None, None, "<draft>"), self.config)
+        self._guard(content)
+        with self.store.transaction():
+            self._check_rate(who, now)
+            fid = self._new_id(title)
+            self.fragments.write(fid, content, actor=who, reason=reason)
+            self.store.add_event("propose", actor=who.name, fragment_id=fid, detail={"kind": kind, "scope": str(where)})
             return self.store.get(fid)
 
     def _target(self, who: Principal, scope: Scope | str | None) -> Scope:
@@ -232,6 +269,9 @@ class Proposals(Feature):
             if not new_body and current.kind != "anti-pattern":
                 raise UserError("the body cannot be empty", param="body")
             edited = replace(edited, title=new_title, body=new_body)
+        if still_placeholder(edited.body):
+            raise UserError(f"{fragment_id} is a draft whose answer is not written yet (its body still says "
+                            f"\"{PLACEHOLDER}\"): edit it, or accept it with a new body", param="body")
         review: dict[str, Any] = {"decision": "accepted", "by": who.name, "at": _iso(now)}
         if reason and reason.strip():
             review["reason"] = reason.strip()

@@ -1,8 +1,9 @@
 """Gaps: questions agents asked in the last 30 days that got nothing useful (an abstention, or only
 low-confidence fragments), near-identical ones grouped, most asked first. You see your own calls
-and, as a lead, those made in the scopes you lead. d (or enter) drafts a new fragment answering
-the highlighted group: the new-fragment form opens with the question as its title, the questions
-asked in its body and the group's scope.
+and, as a lead, those made in the scopes you lead. d (or enter) drafts an answer to the highlighted
+group: the form opens with the question as its title, the questions asked in its body and the
+group's scope, and saves a draft (a proposal, served to no one) that an owner publishes from the
+inbox once the answer is written. A drafted question is no longer listed.
 
 The table keeps the question and who asked short; the highlighted group's other phrasings,
 scopes and dates are in the detail lines under it.
@@ -111,8 +112,8 @@ class GapsScreen(WbScreen):
         if g is None:
             return
         fields = draft(g, self.me)
-        self.app.push_screen(NewFragmentScreen(**fields, heading="New fragment: answer an unanswered question",
-                                               reason=f"answers a gap: {clip(g.question, 80)}"))
+        self.app.push_screen(NewFragmentScreen(**fields, heading="Draft an answer to an unanswered question",
+                                               reason=f"answers a gap: {clip(g.question, 80)}", gap=g.question))
 
     def commands(self):
         return [("Draft a fragment answering the highlighted question", self.action_draft)]
