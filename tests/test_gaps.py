@@ -303,6 +303,7 @@ def test_the_digest_lists_stale_items_before_gaps_for_an_owner_who_leads(ws):
 def test_a_drafted_gap_is_a_proposal_never_served_or_exported_until_an_owner_publishes_it(backend_config, tmp_path,
                                                                                           cli):
     from conftest import fragment_text
+
     from workbench.curate.gaps import PLACEHOLDER
 
     root, src = tmp_path / "ws", tmp_path / "in"

@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 
 import yaml
-
 from conftest import CONFIG, SAMPLE, fragment_text
+
 from workbench import Workbench
 
 GOLDEN = (SAMPLE / "golden.yaml").read_text(encoding="utf-8")

@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..models import Principal, Scope
+
+
 class Retired:
     """The archived fragments that list active ones in ``supersedes``: what they replaced stays
     superseded for a caller who sees them (rank/supersession.py ``with_retired``)."""
@@ -22,12 +24,12 @@ class Retired:
         self.new, self.old = new, old      # edges: retired index -> superseded position
 
     @classmethod
-    def empty(cls) -> "Retired":
+    def empty(cls) -> Retired:
         none = np.zeros(0, dtype=np.int64)
         return cls([], none, np.zeros(0), [], none, none)
 
     @classmethod
-    def of(cls, columns: dict[str, np.ndarray], pos: dict[str, int]) -> "Retired":
+    def of(cls, columns: dict[str, np.ndarray], pos: dict[str, int]) -> Retired:
         """From the archived fragments' index columns (``Store.index_columns(status="archived")``):
         only those superseding an active fragment are kept."""
         columns = {name: list(values.tolist()) for name, values in columns.items()}   # masked NULLs: None

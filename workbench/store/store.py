@@ -16,8 +16,8 @@ import numpy as np
 
 from ..errors import ReadOnly, SchemaTooNew, StoreError
 from . import migrations, upgrade
-from .connect import keep_private, open_database, read_only_message
 from .aliases import AliasQueries
+from .connect import keep_private, open_database, read_only_message
 from .core import _FRAGMENT_COLS, CoreQueries
 from .counts import CountQueries
 from .curation import CurationQueries
