@@ -98,7 +98,7 @@ def _ask_workspace(ctx: click.Context, question: str, incomplete: str, **kwargs:
 
         principal = ctx.params.get("principal") or next(
             (c.params.get("principal") for c in _contexts(ctx) if c.params.get("principal")), None)
-        with Workbench.open(resolve_workspace(ctx.meta.get(WORKSPACE_KEY)), lock_timeout=0.5) as wb:
+        with Workbench.open(resolve_workspace(ctx.meta.get(WORKSPACE_KEY)), lock_timeout=0.5, read_only=True) as wb:
             return getattr(wb, question)(incomplete, principal=principal, **kwargs)
     except Exception:  # noqa: BLE001 - completion must never fail loudly (no workspace, no principal, busy)
         return []

@@ -11,7 +11,7 @@ READ = frozenset({
     "proposals", "edit_impact", "actions",
 })
 WRITE = frozenset({"edit", "revert", "pin", "unpin", "verify", "snooze", "add_antipattern", "add_fragment",
-                   "propose", "accept", "reject", "draft_gap"})
+                   "propose", "accept", "reject"})
 # methods that read or write files on the server's disk, with the parameters naming them
 DISK = {"ingest": ("paths",), "ingest_git": ("path",), "import_bundle": ("folder",), "export_files": ("out",),
         "export_bundle": ("out",), "export_agents": ("out",), "eval_golden": ("path",)}

@@ -141,13 +141,17 @@ class Workbench:
         return cls.open(root)
 
     @classmethod
-    def open(cls, path: str | Path | None = None, *, lock_timeout: float | None = None) -> "Workbench":
+    def open(cls, path: str | Path | None = None, *, lock_timeout: float | None = None,
+             read_only: bool | None = None) -> "Workbench":
+        """Open the workspace at ``path``. ``read_only=True``: never write (nor upgrade) it, e.g. for
+        shell completion; None: read-write when the files allow it."""
         root = resolve_workspace(path)
         if not (root / CONFIG_NAME).is_file():
             raise WorkspaceMissing(f"no workspace at {root} (run `workbench init` first, "
                                    "or pass --workspace DIR / set WORKBENCH_HOME)")
         config = WorkspaceConfig.load(root / CONFIG_NAME)
-        return cls(root, config, open_store(config.store or root / DB_NAME, root, lock_timeout=lock_timeout))
+        return cls(root, config, open_store(config.store or root / DB_NAME, root, lock_timeout=lock_timeout,
+                                            read_only=read_only))
 
     @staticmethod
     def connect(url: str, token: str | None = None):

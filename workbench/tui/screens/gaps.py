@@ -108,12 +108,20 @@ class GapsScreen(WbScreen):
     def action_draft(self) -> None:
         from .new_fragment import NewFragmentScreen
 
-        g = self._group()
+        g = self.__group_to_draft()
         if g is None:
             return
         fields = draft(g, self.me)
         self.app.push_screen(NewFragmentScreen(**fields, heading="Draft an answer to an unanswered question",
                                                reason=f"answers a gap: {clip(g.question, 80)}", gap=g.question))
+
+    def __group_to_draft(self):
+        g = self._group()
+        if g is not None and not hasattr(self.wb, "draft_gap"):   # a team server's RPC offers no drafting yet
+            self.notify("drafting an answer needs the workspace itself (`workbench tui` where it lives), "
+                        "not a team server", severity="warning")
+            return None
+        return g
 
     def commands(self):
         return [("Draft a fragment answering the highlighted question", self.action_draft)]
