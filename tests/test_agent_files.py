@@ -522,3 +522,27 @@ def test_allow_secret_reaches_agent_exports(sample_workspace, tmp_path, cli):
     assert "nw-leaky-note" not in (tmp_path / "out" / "AGENTS.md").read_text()  # withheld by default
     assert cli(*args, "--allow-secret", workspace=sample_workspace).returncode == 0  # a re-export: no --force
     assert "`nw-leaky-note@v1`" in (tmp_path / "out" / "AGENTS.md").read_text()
+
+
+def test_what_agents_md_lists_under_always_follow_is_always_applied_in_cursor_rules(sample_workspace, tmp_path):
+    """Issue 28: policies AGENTS.md lists as "Always follow" were `alwaysApply: false`, without globs,
+    in Cursor rules (so Cursor never attached them). Read with a reference front-matter parser."""
+    import frontmatter
+
+    with Workbench.open(sample_workspace) as bench:
+        bench.export_agents("agents-md", tmp_path / "md", scope=SCOPE, principal="marco.bianchi", budget=20000)
+        bench.export_agents("cursor-rules", tmp_path / "cursor", scope=SCOPE, principal="marco.bianchi",
+                            budget=20000)
+    agents = (tmp_path / "md" / "AGENTS.md").read_text(encoding="utf-8")
+    always = set(re.findall(r"^- Always follow “.*” \(\w+, `([^`@]+)@v\d+`\)\.$", agents, re.MULTILINE))
+    assert len(always) >= 3, agents[:2000]
+    applied, attached = set(), set()
+    for path in (tmp_path / "cursor" / ".cursor" / "rules").glob("*.mdc"):
+        post = frontmatter.load(path)
+        assert isinstance(post["alwaysApply"], bool), path.name
+        ids = set(re.findall(r"`([^`@]+)@v\d+`", post.content))
+        (applied if post["alwaysApply"] else attached).update(ids)
+        if not post["alwaysApply"]:    # attached by its globs, or requested by its description
+            assert post["description"]
+    assert always <= applied, sorted(always - applied)
+    assert not always & attached

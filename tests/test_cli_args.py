@@ -227,6 +227,23 @@ def test_completion_knows_commands_options_and_values(ws):
     assert complete(["completion"], "") == ["bash", "zsh", "fish"]
 
 
+def test_completion_offers_the_fragment_ids_and_scopes_the_caller_may_see(ws, tmp_path):
+    """Issue 28: completion knew commands and principals, not fragment ids or scopes."""
+    write_fragment(tmp_path / "tw", "tw-secret-plan", org="tidewater", repo="dispatch", owner="lena.fischer")
+    assert run_cli("ingest", str(tmp_path / "tw"), "--as", "lena.fischer", workspace=ws).returncode == 0
+    at = ["--workspace", str(ws)]
+    assert complete([*at, "show", "--as", "marco.bianchi"], "nw-") == ["nw-a", "nw-b"]
+    assert complete([*at, "show", "--as", "marco.bianchi"], "") == ["nw-a", "nw-b"]   # never tw-secret-plan
+    assert complete([*at, "history", "--as", "lena.fischer"], "") == ["tw-secret-plan"]
+    assert complete([*at, "merge", "--as", "marco.bianchi", "nw-a"], "nw-") == ["nw-a", "nw-b"]
+    assert complete([*at, "show", "--as", "nobody.known"], "") == []   # no principal, nothing: never a leak
+    scopes = complete([*at, "list", "--as", "marco.bianchi", "--scope"], "org=")
+    assert "org=northwind" in scopes and "org=northwind,repo=payments-api" in scopes
+    assert not any(s.startswith("org=tidewater") for s in scopes)
+    assert complete([*at, "search", "x", "--as", "lena.fischer", "--scope"], "org=tidewater,r") == [
+        "org=tidewater,repo=dispatch", "org=tidewater,repo=fleet-app", "org=tidewater,repo=routing-engine"]
+
+
 # -- tables: fit the terminal, whole when piped ------------------------------------------------------------------
 
 

@@ -296,3 +296,54 @@ def test_the_digest_lists_stale_items_before_gaps_for_an_owner_who_leads(ws):
     assert text.index("need a look") < text.index("## Questions we could not answer")
     assert BY_ID["neg-q006"]["query"] in text   # dan asked it; he leads platform-infra and sre: his own
 
+
+
+# -- a drafted gap is a proposal until an owner publishes it (issue 28) ----------------------------------------
+
+def test_a_drafted_gap_is_a_proposal_never_served_or_exported_until_an_owner_publishes_it(backend_config, tmp_path,
+                                                                                          cli):
+    from conftest import fragment_text
+
+    from workbench.curate.gaps import PLACEHOLDER
+
+    root, src = tmp_path / "ws", tmp_path / "in"
+    Workbench.init(root, config=backend_config).close()
+    src.mkdir()
+    (src / "nw-note-ledger.md").write_text(fragment_text("nw-note-ledger", body="The ledger is double-entry.",
+                                                         repo=None))
+    assert cli("ingest", str(src), "--as", "priya.raman", workspace=root).returncode == 0
+    leave, gc = "what is the parental leave policy for engineers", "how do we tune the JVM garbage collector"
+    with Workbench.open(root) as wb:
+        for question in (leave, gc):
+            assert wb.context(question, principal="marco.bianchi").abstained
+        assert {g.question for g in wb.gaps(principal="priya.raman").groups} == {leave, gc}
+    # the CLI drafts group 1 (as listed): a proposal, in the asked scope, holding the placeholder
+    listed = [g["question"] for g in json.loads(cli("gaps", "--as", "priya.raman", "--json",
+                                                    workspace=root).stdout)["groups"]]
+    r = cli("gaps", "--draft", str(listed.index(leave) + 1), "--as", "priya.raman", "--json", workspace=root)
+    assert r.returncode == 0, r.stderr
+    drafted = json.loads(r.stdout)
+    assert drafted["status"] == "proposed" and drafted["id"].startswith("prop-") and PLACEHOLDER in drafted["body"]
+    with Workbench.open(root) as wb:
+        pid = drafted["id"]
+        assert [g.question for g in wb.gaps(principal="priya.raman").groups] == [gc]     # no longer open
+        with pytest.raises(UserError, match=f"already drafted as {pid}"):               # no second draft
+            wb.draft_gap(leave, principal="priya.raman")
+        assert len(wb.proposals(principal="priya.raman")) == 1
+        assert pid not in [i.hit.id for i in wb.context(leave, principal="marco.bianchi", min_confidence=0).fragments]
+        files, _ = wb.render_agents("agents-md", scope="org=northwind", principal="priya.raman")
+        assert PLACEHOLDER not in files["AGENTS.md"] and pid not in files["AGENTS.md"]
+        with pytest.raises(UserError, match="answer is not written yet"):              # the placeholder is refused
+            wb.accept(pid, principal="priya.raman")
+        with pytest.raises(UserError, match="placeholder"):   # nor created as a fragment by another path
+            wb.add_fragment(title="Leave", body=f"Later.\n\n{PLACEHOLDER}\n", scope="org=northwind",
+                            actor="priya.raman")
+        published = wb.accept(pid, principal="priya.raman", body="Engineers get 20 weeks of paid parental leave.",
+                              base=1)
+        assert published.id == "nw-note-what-is-the-parental-leave-policy-for-engineers"
+        assert [g.question for g in wb.gaps(principal="priya.raman").groups] == [gc]     # answered for good
+        # a rejected draft reopens its gap
+        other = wb.draft_gap(gc, principal="priya.raman")
+        assert wb.gaps(principal="priya.raman").groups == ()
+        wb.reject(other.id, principal="priya.raman", reason="not ours to answer")
+        assert [g.question for g in wb.gaps(principal="priya.raman").groups] == [gc]

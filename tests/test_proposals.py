@@ -168,9 +168,11 @@ async def test_an_agents_proposal_over_mcp_is_unseen_until_a_lead_accepts_it_in_
         assert review["decision"] == "accepted" and review["by"] == "marco.bianchi"
         assert review["reason"] == "matches the settlement runbook"
         assert accepted.content.detail("proposed_by") == AGENT
+        fid = accepted.id   # the org's convention (issue 28); the prop- id redirects to it
+        assert fid == "nw-note-settlement-retries-use-the-quokkaledger-backoff-table"
         for who in ("sofia.okafor", "marco.bianchi", AGENT):
-            assert pid in served_ids(wb, who), who
-        assert pid not in served_ids(wb, "lena.fischer")  # still scoped: another org never sees it
+            assert fid in served_ids(wb, who), who
+        assert fid not in served_ids(wb, "lena.fischer")  # still scoped: another org never sees it
         history = [(v.number, v.author, v.content.status) for v in wb.history(pid, principal="marco.bianchi")]
         assert history == [(1, AGENT, "proposed"), (2, "marco.bianchi", "active")]
 
@@ -365,24 +367,25 @@ def test_an_accepted_proposal_round_trips_through_files_and_bundles(sample_works
     with Workbench.open(sample_workspace) as wb:
         pid = wb.propose(TITLE, BODY, scope=SCOPE, principal=AGENT).id
         pending = wb.propose("Still pending", "Not reviewed yet.", scope=SCOPE, principal=AGENT).id
-        wb.accept(pid, principal="marco.bianchi", reason="good")
+        fid = wb.accept(pid, principal="marco.bianchi", reason="good").id
         wb.set_create("retries", scope=SCOPE, actor="marco.bianchi")
         out = tmp_path / "files"
         wb.export_files(out, principal="marco.bianchi")
         assert not list(out.rglob(f"{pending}*"))   # a proposal is not exported, even to a reviewer
-        exported = next(out.rglob(f"{pid}.md")).read_text()
+        assert not list(out.rglob(f"{pid}*"))       # exported under the id it was accepted with
+        exported = next(out.rglob(f"{fid}.md")).read_text()
         assert "proposed_by: agent.nw-coder" in exported and "decision: accepted" in exported
         again = wb.ingest([out], actor="marco.bianchi")
-        assert pid in again.unchanged and not again.errors   # the review record round-trips
+        assert fid in again.unchanged and not again.errors   # the review record round-trips
         wb.export_bundle("retries", tmp_path / "bundle", principal="marco.bianchi")
-        assert pid in (tmp_path / "bundle" / "fragments.jsonl").read_text()
+        assert fid in (tmp_path / "bundle" / "fragments.jsonl").read_text()
         assert pending not in (tmp_path / "bundle" / "fragments.jsonl").read_text()
     fresh = tmp_path / "fresh"
     shutil.copytree(sample_workspace, fresh, ignore=shutil.ignore_patterns("workbench.duckdb*"))
     with Workbench.open(fresh) as wb:
         report = wb.import_bundle(tmp_path / "bundle", actor="marco.bianchi")
-        assert pid in report.added
-        copy = wb.get(pid, principal="sofia.okafor")
+        assert fid in report.added
+        copy = wb.get(fid, principal="sofia.okafor")
         assert copy.status == "active" and copy.content.detail("review")["by"] == "marco.bianchi"
 
 
@@ -521,3 +524,41 @@ def test_the_team_server_serves_proposals_and_answers_429_past_the_limit(sample_
         assert remote.get(second.id, principal=AGENT).content.detail("review")["reason"] == "duplicate"
         status, shown, _ = running.call("GET", f"/api/v1/show?id={pid}", token=sofia)
         assert status == 200 and shown["status"] == "active"   # accepted: now everyone in scope reads it
+
+
+def test_accepting_gives_the_orgs_id_and_the_proposal_id_redirects(backend, backend_config, tmp_path, request):
+    """Issue 28: accepted proposals kept their prop-... id forever, and it became a Cursor rule's file
+    name. Now the accepted fragment takes the org's convention (nw-note-<slug>, as new fragments do)
+    and the old id redirects: get, show, history, MCP get; it survives a move between backends."""
+    from conftest import fragment_text, run_cli
+
+    root = tmp_path / "ws"
+    Workbench.init(root, config=backend_config).close()
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "nw-note-existing.md").write_text(fragment_text("nw-note-existing"))
+    with Workbench.open(root) as wb:
+        assert not wb.ingest([tmp_path / "in"], actor="marco.bianchi").errors
+        pid = wb.propose("Webhook retries back off", "Webhook retries back off: 1, 4, 16 minutes.", scope=SCOPE,
+                         principal=AGENT).id
+        twin = wb.propose("Webhook retries back off", "The same title, again.", scope=SCOPE, principal=AGENT).id
+        accepted = wb.accept(pid, principal="marco.bianchi", reason="good")
+        assert accepted.id == "nw-note-webhook-retries-back-off" and accepted.status == "active"
+        assert wb.accept(twin, principal="marco.bianchi").id == "nw-note-webhook-retries-back-off-2"
+        assert wb.get(pid, principal="marco.bianchi").id == accepted.id                   # get by the old id
+        assert [(v.number, v.content.status) for v in wb.history(pid, principal="marco.bianchi")] == \
+            [(1, "proposed"), (2, "active")]                                                # the whole history
+        fetched, _ = wb.fetch(pid, principal="sofia.okafor")                               # MCP get
+        assert fetched.id == accepted.id
+        assert_like_missing(wb.get, pid, principal="lena.fischer")   # another org: as an id that does not exist
+        wb.edit(pid, "Webhook retries back off: 1, 4, 16 and 64 minutes.", reason="one more", actor="marco.bianchi")
+        assert wb.get(accepted.id, principal="marco.bianchi").version == 3                # edits reach it too
+        files, _ = wb.render_agents("cursor-rules", scope=SCOPE, principal="marco.bianchi")
+        assert f".cursor/rules/{accepted.id}.mdc" in files and not any("prop-" in name for name in files)
+    shown = run_cli("show", pid, "--as", "marco.bianchi", "--json", workspace=root)
+    assert shown.returncode == 0 and json.loads(shown.stdout)["id"] == accepted.id
+    # the redirect moves with the workspace (store/transfer.py copies fragment_aliases)
+    target = request.getfixturevalue("pg_url") if backend == "duckdb" else str(tmp_path / "copy")
+    with Workbench.open(root) as wb:
+        wb.migrate_to(target)
+    with Workbench.open(root if backend == "duckdb" else tmp_path / "copy") as moved:
+        assert moved.get(pid, principal="marco.bianchi").id == accepted.id

@@ -231,8 +231,21 @@ def test_partial_fragments_keep_their_heading_path(sample_wb):
 
 def test_a_budget_smaller_than_any_fragment_returns_nothing_with_a_note(sample_wb):
     ctx = sample_wb.context("idempotency keys", principal="marco.bianchi", budget=5)
-    assert ctx.fragments == [] and ctx.avoid == [] and ctx.used_tokens == 0
-    assert "smaller than the smallest" in ctx.note
+    assert ctx.fragments == [] and ctx.avoid == []
+    assert "smaller than the smallest" in ctx.note   # the metadata explains; the text served is counted
+    assert ctx.used_tokens == sample_wb.index.tokens.count(ctx.text()) <= 5
+
+
+@pytest.mark.parametrize("budget", [0, 1, 10, 30])
+@pytest.mark.parametrize("query", ["idempotency keys", "parental leave policy for engineering staff"])
+def test_the_context_never_exceeds_even_a_tiny_budget_and_counts_its_notice(sample_wb, budget, query):
+    """Issue 28: a budget of 1 or 10 tokens returned a 20-token notice with used_tokens=0."""
+    ctx = sample_wb.context(query, principal="marco.bianchi", budget=budget)
+    served = sample_wb.index.tokens.count(ctx.text())
+    assert served == ctx.used_tokens <= budget, (ctx.text(), ctx.used_tokens)
+    assert ctx.to_dict()["used_tokens"] == served
+    if budget >= 30 and not ctx.fragments and not ctx.avoid:   # room for the whole notice: told why
+        assert ctx.text() == ctx.note and ctx.note
 
 
 # -- traces ----------------------------------------------------------------------------------

@@ -211,10 +211,13 @@ def test_supersessions_api_is_per_principal_and_deterministic(sample_workspace, 
         assert wb.supersessions("marco.bianchi")["nw-adr-0003-client-retry-tokens"] == ("nw-adr-0090-later", 1)
         assert wb.superseded_by("nw-adr-0003-client-retry-tokens", principal="marco.bianchi") == \
             ("nw-adr-0090-later", 1)
-        # archiving the superseder makes the old fragment current again
+        # archiving every superseder leaves the old fragment superseded (issue 28), named by the archived
+        # superseder updated last
         for fid in ("nw-adr-0090-later", "nw-adr-0091-later", "nw-adr-0089-earlier", "nw-adr-0007-idempotency-keys"):
             wb.archive(fid, actor="marco.bianchi", reason="gone")
-        assert "nw-adr-0003-client-retry-tokens" not in wb.supersessions("marco.bianchi")
+        last = wb.get("nw-adr-0007-idempotency-keys", principal="marco.bianchi").version
+        assert wb.supersessions("marco.bianchi")["nw-adr-0003-client-retry-tokens"] == \
+            ("nw-adr-0007-idempotency-keys", last, "archived")
 
 
 def test_tui_fragment_screen_shows_the_superseded_state(sample_workspace):
@@ -312,3 +315,81 @@ def test_a_pinned_superseded_fragment_still_reaches_agents_labelled(sample_works
         assert pinned.hit.id == older and pinned.hit.scores["pinned"]
         assert f"superseded by {newer}@v1" in pinned.text
         assert [i.hit.id for i in ctx.fragments].count(older) == 1
+
+
+# -- an archived superseder (issue 28) -----------------------------------------------------------------------
+
+OLD_ADR = "nw-adr-0003-retry-tokens"
+NEW_ADR = "nw-adr-0007-keys"
+
+
+def _adr(fid: str, title: str, body: str, *, repo: str | None = "payments-api", extra: str = "",
+         owner: str = "marco.bianchi") -> str:
+    from conftest import fragment_text
+
+    return fragment_text(fid, kind="decision", title=title, body=body, repo=repo, extra=extra, owner=owner)
+
+
+def test_archiving_the_superseder_leaves_what_it_replaced_superseded_and_says_so(backend_config, tmp_path, cli):
+    """Archiving ADR-0007 (which supersedes ADR-0003) brought ADR-0003 back into answers without a
+    word. Now ADR-0003 stays superseded: withheld from context and agent files, labelled "superseded
+    by ...@vN (archived)" where it is shown, and the archive tells the archiver how to bring it back."""
+    root, src = tmp_path / "ws", tmp_path / "in"
+    Workbench.init(root, config=backend_config).close()
+    src.mkdir()
+    (src / "old.md").write_text(_adr(OLD_ADR, "ADR-0003: Client retry tokens", "Clients send a retry token; each "
+                                     "pod caches retry tokens for ten minutes to drop duplicate payment requests."))
+    (src / "new.md").write_text(_adr(NEW_ADR, "ADR-0007: Idempotency keys", "Every payment mutation carries an "
+                                     "Idempotency-Key header stored in Postgres for 24 hours.",
+                                     extra=f"supersedes: [{OLD_ADR}]\n"))
+    assert cli("ingest", str(src), "--as", "marco.bianchi", workspace=root).returncode == 0
+    query = "pod cache of client retry tokens for duplicate payment requests"
+
+    def served(wb, who="marco.bianchi"):
+        return [i.hit.id for i in wb.context(query, principal=who, min_confidence=0.0).fragments]
+
+    with Workbench.open(root) as wb:
+        assert OLD_ADR not in served(wb)
+    r = cli("archive", NEW_ADR, "--reason", "payments moved to the ledger's own keys", "--as", "marco.bianchi",
+            workspace=root)
+    assert r.returncode == 0, r.stderr
+    assert f"note: {OLD_ADR} stays superseded by {NEW_ADR} (now archived)" in r.stdout
+    with Workbench.open(root) as wb:
+        version = wb.get(NEW_ADR, principal="marco.bianchi").version
+        assert OLD_ADR not in served(wb)                       # not back in answers
+        hit = next(h for h in wb.search(query, principal="marco.bianchi", trace=False).hits if h.id == OLD_ADR)
+        assert hit.superseded_by == (NEW_ADR, version, "archived")
+        assert hit.superseded_label() == f"superseded by {NEW_ADR}@v{version} (archived)"
+        assert hit.to_dict()["superseded_by"] == {"id": NEW_ADR, "version": version, "archived": True}
+        assert wb.supersessions("marco.bianchi") == {OLD_ADR: (NEW_ADR, version, "archived")}
+        assert wb.superseded_by(OLD_ADR, principal="marco.bianchi") == (NEW_ADR, version, "archived")
+        named = wb.context(f"{OLD_ADR} retry tokens", principal="marco.bianchi", min_confidence=0.0)
+        assert f"> superseded by {NEW_ADR}@v{version} (archived)" in named.text()   # asked by name: labelled
+        files, selection = wb.render_agents("agents-md", scope="org=northwind,repo=payments-api",
+                                            principal="marco.bianchi")
+        assert OLD_ADR not in files["AGENTS.md"] and selection.superseded == 1
+    r = cli("show", OLD_ADR, "--as", "marco.bianchi", workspace=root)
+    assert f"superseded by {NEW_ADR}@v{version} (archived)" in r.stdout and "neither is current" in r.stdout
+    # bringing it back is explicit: the archived ADR no longer lists it
+    text = _adr(NEW_ADR, "ADR-0007: Idempotency keys", "Every payment mutation carries an Idempotency-Key header "
+                "stored in Postgres for 24 hours.", extra="status: archived\n")
+    with Workbench.open(root) as wb:
+        wb.edit(NEW_ADR, text, reason="ADR-0003 applies again", actor="marco.bianchi")
+        assert OLD_ADR in served(wb) and wb.supersessions("marco.bianchi") == {}
+
+
+def test_an_archived_superseder_the_caller_cannot_see_changes_nothing_for_it(workspace, tmp_path):
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "old.md").write_text(_adr(OLD_ADR, "ADR-0003: Client retry tokens", "Pods cache client retry tokens.",
+                                     repo=None))
+    (src / "new.md").write_text(_adr(NEW_ADR, "ADR-0007: Idempotency keys", "Idempotency keys everywhere.",
+                                     repo="platform-infra", extra=f"supersedes: [{OLD_ADR}]\n", owner="priya.raman"))
+    with Workbench.open(workspace) as wb:
+        assert not wb.ingest([src], actor="priya.raman").errors
+        wb.archive(NEW_ADR, reason="gone", actor="priya.raman")
+        version = wb.get(NEW_ADR, principal="priya.raman").version
+        assert wb.supersessions("priya.raman") == {OLD_ADR: (NEW_ADR, version, "archived")}
+        assert wb.supersessions("marco.bianchi") == {}            # marco cannot see platform-infra
+        assert wb.superseded_by(OLD_ADR, principal="marco.bianchi") is None
+        assert wb.replaced_by(NEW_ADR, principal="priya.raman") == [OLD_ADR]

@@ -83,10 +83,13 @@ async def test_another_org_sees_only_its_own_question(wb):
 
 
 @pytest.mark.parametrize("size", SIZES)
-async def test_a_gap_becomes_a_new_fragment_draft_then_a_fragment(wb, size):
+async def test_a_gap_becomes_a_draft_that_an_owner_publishes(wb, size):
+    """Issue 28: a gap drafted in the TUI was saved at once as an active fragment. Now the form saves
+    a proposal (served to no one), the gap leaves the list, and an owner publishes it from the inbox."""
     app = app_for(wb, principal="priya.raman")
     async with app.run_test(size=size) as pilot:
-        await open_gaps(pilot)
+        gaps = await open_gaps(pilot)
+        before = len(gaps.groups)
         await pilot.press("d")
         await settle(pilot)
         form = app.screen
@@ -103,16 +106,19 @@ async def test_a_gap_becomes_a_new_fragment_draft_then_a_fragment(wb, size):
             assert inside_screen(app, form.query_one(selector)), selector
         form.query_one("#nf-body").text = "Engineers get 20 weeks of paid parental leave (HR policy HR-12)."
         await pilot.press("ctrl+s")
-        await until(pilot, lambda: type(app.screen).__name__ == "FragmentScreen")
+        await until(pilot, lambda: type(app.screen).__name__ == "GapsScreen" and len(app.screen.groups) < before)
         await settle(pilot)
-        fid = app.screen.fragment_id
-    created = wb.get(fid, principal="priya.raman")
-    assert fid == "nw-note-what-is-the-parental-leave-policy-for-engineers"
-    assert (created.kind, str(created.scope), created.owner) == ("note", "org=northwind", "priya.raman")
-    assert created.body.startswith("Engineers get 20 weeks") and created.title.startswith("What is the parental")
-    assert wb.history(fid, principal="priya.raman")[0].reason.startswith("answers a gap: what is the parental")
+        assert all("parental leave" not in g.question for g in app.screen.groups)   # drafted: not open any more
+    [draft] = wb.proposals(principal="priya.raman")
+    assert draft.status == "proposed" and draft.id.startswith("prop-") and draft.owner == "priya.raman"
+    assert draft.body.startswith("Engineers get 20 weeks")
+    assert draft.id not in [i.hit.id for i in wb.context(BY_ID["neg-q005"]["query"], principal="omar.haddad").fragments]
+    published = wb.accept(draft.id, principal="priya.raman", reason="HR confirmed")
+    assert published.id == "nw-note-what-is-the-parental-leave-policy-for-engineers"
+    assert (published.kind, str(published.scope), published.owner) == ("note", "org=northwind", "priya.raman")
     # and the gap is answered: the same question now gets it
-    assert fid in [i.hit.id for i in wb.context(BY_ID["neg-q005"]["query"], principal="omar.haddad").fragments]
+    assert published.id in [i.hit.id for i in wb.context(BY_ID["neg-q005"]["query"],
+                                                         principal="omar.haddad").fragments]
 
 
 async def test_the_draft_form_reports_what_the_core_refuses(wb):
@@ -127,7 +133,7 @@ async def test_the_draft_form_reports_what_the_core_refuses(wb):
         await pilot.press("ctrl+s")
         await settle(pilot)
         assert type(app.screen).__name__ == "NewFragmentScreen"
-        assert "not a member of scope org=northwind" in shown(form.query_one("#errors"))
+        assert "unknown scope 'org=northwind'" in shown(form.query_one("#errors"))   # as a proposal: unseen
         form.query_one("#nf-body").text = ""
         await pilot.press("ctrl+s")
         await settle(pilot)

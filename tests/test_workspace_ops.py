@@ -122,7 +122,7 @@ def test_migrate_check_says_what_would_change_and_changes_nothing(tmp_path, monk
     r = run_cli("migrate", "--check", "--json", workspace=root)
     data = json.loads(r.stdout)
     assert (r.returncode, data["version"], [p["number"] for p in data["pending"]]) == (
-        1, 9, list(range(10, migrations.newest() + 1)))
+        1, 9, [n for n, _, _ in migrations.available() if n >= 10])   # numbers are unique, not contiguous
     assert db.stat().st_mtime_ns == stamp and not (root / "backups").exists()
     r = run_cli("migrate", workspace=root)
     assert r.returncode == 0 and "applied 010_workspace_id" in r.stdout

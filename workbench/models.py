@@ -362,3 +362,13 @@ class Decision:
     def check(self) -> None:
         if not self.allowed:
             raise self.error()
+
+
+@dataclass(frozen=True)
+class TextFile:
+    """A fragment file handed over as text instead of a path (``workbench ingest -``: standard
+    input). Reports name it ``name``; it is not recorded as an ingested file (there is no file to
+    compare with next time), so its front matter must name the fragment's ``id``."""
+
+    name: str
+    text: str

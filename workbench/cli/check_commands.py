@@ -12,6 +12,8 @@ from typing import Any
 
 import click
 
+from ..errors import UserError
+from .inputs import STDIN, input_path, one_stdin
 from .options import PRINCIPAL_DEFAULT, as_option, command, json_option, open_workbench
 from .render import emit_json
 
@@ -24,9 +26,9 @@ from .render import emit_json
          "workbench check                        # in CI: exit 1 on a regression\n"
          "workbench check --golden kb/golden.yaml --baseline kb/golden.baseline.json --json")
 @click.option("--golden", metavar="FILE", help="golden queries YAML (default: `golden:` of workbench.yaml, else "
-              "golden.yaml in the workspace folder)")
+              "golden.yaml in the workspace folder; '-' for stdin)")
 @click.option("--baseline", metavar="FILE", help="the baseline JSON (default: <golden>.baseline.json next to the "
-              "golden file)")
+              "golden file; with --golden -, the workspace golden set's baseline; '-' for stdin, to compare only)")
 @click.option("--update-baseline", is_flag=True, help="write the baseline from this run (after showing what "
               "changed since the old one), refitting the calibration on the golden set first; exits 0 unless a "
               "query fails its own assertions")
@@ -34,8 +36,18 @@ from .render import emit_json
            "with neither, everything is shown")
 @json_option()
 def check(golden, baseline, update_baseline, principal, as_json):
-    with open_workbench() as wb:
-        report = wb.check(golden, baseline, update_baseline=update_baseline, principal=principal)
+    one_stdin(golden=golden, baseline=baseline)
+    if baseline == STDIN and update_baseline:
+        raise click.UsageError("--update-baseline writes the baseline: name its file with --baseline FILE, not '-'")
+    with input_path(golden, name="golden.yaml") as golden_file, input_path(baseline, name="baseline.json") as \
+            baseline_file, open_workbench() as wb:
+        if golden == STDIN and baseline is None:   # the stdin golden set is compared with the workspace's baseline
+            own = wb.golden_path()
+            if own is None:
+                raise UserError("with --golden -, name the baseline: --baseline FILE (this workspace has no golden "
+                                "set whose baseline to use)", param="baseline")
+            baseline_file = str(own.with_name(f"{own.stem}.baseline.json"))
+        report = wb.check(golden_file, baseline_file, update_baseline=update_baseline, principal=principal)
     data = report.to_dict()
     if getattr(report, "calibration", None):   # --update-baseline refits the calibration too
         data["calibration"] = report.calibration

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import click
 
-from .options import (INT, MultiValueOption, PRINCIPAL_DEFAULT, as_option, command, json_option, open_workbench,
-                      scope_option, values, workspace)
+from .options import (id_argument, INT, MultiValueOption, PRINCIPAL_DEFAULT, as_option, command, json_option,
+                      open_workbench, scope_option, values, workspace)
+from .inputs import STDIN_NAME, config_input, input_path, one_stdin, stdin_paths
 from .render import age, emit_json, fragment_text, table
 
 WHO = "whose view: only fragments this principal may see " + PRINCIPAL_DEFAULT
@@ -19,7 +20,8 @@ WHO = "whose view: only fragments this principal may see " + PRINCIPAL_DEFAULT
 @command("init", "Create a workspace (workbench.yaml + database).",
          "workbench --workspace ./kb init --config sample_corpus/workbench.yaml\n"
          "workbench --workspace ./kb init --config kb.yaml --store postgresql://kb@db.internal/kb")
-@click.option("--config", metavar="FILE", help="copy this workbench.yaml into the new workspace")
+@click.option("--config", metavar="FILE", help="copy this workbench.yaml into the new workspace ('-' for stdin: "
+              "a relative `golden:` in it is then read from the current folder)")
 @click.option("--force", is_flag=True, help="replace an existing workbench.yaml")
 @click.option("--store", metavar="URL", help="keep the workspace's data in PostgreSQL (pgvector 0.8+): "
               "postgresql://USER@HOST[:PORT]/DATABASE, no password (PGPASSWORD or ~/.pgpass); default: "
@@ -28,7 +30,8 @@ WHO = "whose view: only fragments this principal may see " + PRINCIPAL_DEFAULT
 def init(config, force, store, as_json):
     from ..service import Workbench
 
-    with Workbench.init(workspace(), config=config, force=force, store=store) as wb:
+    with config_input(config) as config_file, \
+            Workbench.init(workspace(), config=config_file, force=force, store=store) as wb:
         out = {"workspace": str(wb.root), "schema_versions": wb.store.schema_versions()}
     if as_json:
         emit_json(out)
@@ -36,11 +39,15 @@ def init(config, force, store, as_json):
         print(f"workspace ready at {out['workspace']}")
 
 
-@command("ingest", "Import fragment files (markdown with YAML front matter), or a git repository with --git.",
+@command("ingest", "Import fragment files (markdown with YAML front matter), or a git repository with --git. "
+         "PATH '-' reads one fragment file from standard input (named <stdin>; its front matter names its id).",
          "workbench ingest sample_corpus/fragments --as kb.sync\n"
+         "workbench ingest - --as kb.sync < nw-note-cache-ttl.md\n"
          "workbench ingest --git ../payments-api --include 'docs/*.md' '*.py' --dry-run")
 @click.argument("paths", nargs=-1, metavar="[PATH]...")
 @click.option("--git", metavar="REPO_PATH", help="ingest markdown and code from this git repository instead")
+# PATH '-' is one fragment file read from standard input, named "<stdin>" in reports; its front
+# matter must name its id, and it is not remembered as an ingested file.
 @click.option("--include", cls=MultiValueOption, metavar="GLOB...",
               help="with --git: only files matching these globs (space-separated or repeated)")
 @scope_option("with --git: the scope of its fragments (default: the org declaring the repo)")
@@ -69,6 +76,8 @@ def ingest(paths, git, include, scope, owner, dry_run, principal, reason, progre
     if theirs and ours:
         raise UserError("--theirs and --ours settle conflicts opposite ways: give one")
     resolve = "theirs" if theirs else "ours" if ours else None
+    one_stdin(paths=paths)
+    paths = stdin_paths(paths, name=STDIN_NAME)
     with open_workbench() as wb:
         if git:
             report = wb.ingest_git(git, include=values(include), scope=scope, actor=principal, owner=owner,
@@ -180,7 +189,7 @@ def principals(as_json):
 
 @command("show", "Show one fragment (the current version, or --version N).",
          "workbench show nw-adr-0007-idempotency-keys --as marco.bianchi")
-@click.argument("id")
+@id_argument()
 @click.option("--version", type=INT, metavar="N", help="show version N")
 @as_option()
 @json_option()
@@ -188,7 +197,8 @@ def show(id, version, principal, as_json):
     with open_workbench() as wb:
         data = wb.get(id, version=version, principal=principal).to_dict()
         newer = wb.superseded_by(id, principal=principal)
-        data["superseded_by"] = {"id": newer[0], "version": newer[1]} if newer else None
+        data["superseded_by"] = ({"id": newer[0], "version": newer[1], **({"archived": True} if len(newer) > 2 else {})}
+                                 if newer else None)
     if as_json:
         emit_json(data)
     else:
@@ -197,7 +207,7 @@ def show(id, version, principal, as_json):
 
 @command("history", "List every version of a fragment.",
          "workbench history nw-adr-0007-idempotency-keys --as marco.bianchi")
-@click.argument("id")
+@id_argument()
 @as_option()
 @json_option()
 def history(id, principal, as_json):
@@ -212,7 +222,7 @@ def history(id, principal, as_json):
 
 @command("diff", "Show a unified diff of a fragment between versions A and B.",
          "workbench diff nw-adr-0007-idempotency-keys 1 2 --as marco.bianchi")
-@click.argument("id")
+@id_argument()
 @click.argument("a", type=INT)
 @click.argument("b", type=INT)
 @as_option()
@@ -239,31 +249,33 @@ def _changed(as_json: bool, fragment) -> None:
          "workbench edit nw-adr-0007-idempotency-keys --file body.md --reason 'note the TTL' --as marco.bianchi "
          "--base 1\n"
          "workbench edit nw-rb-psp-failover --file body.md --dry-run --as dan.kowalski")
-@click.argument("id")
+@id_argument()
 @click.option("--file", "file", required=True, metavar="F", help="fragment file or markdown body ('-' for stdin)")
 @click.option("--reason", help="why this change (required, unless --dry-run)")
 @base_option()
 @click.option("--allow-secret", is_flag=True,
               help="store the change even if it contains a credential (the override is recorded)")
 @click.option("--dry-run", is_flag=True, help="check the edit and show its impact on the golden queries; save nothing")
-@click.option("--golden", metavar="FILE", help="the golden set the impact is computed on (default: the workspace's)")
+@click.option("--golden", metavar="FILE", help="the golden set the impact is computed on (default: the workspace's; "
+              "'-' for stdin)")
 @as_option(required=True)
 @json_option()
 def edit(id, file, reason, base, allow_secret, dry_run, golden, principal, as_json):
     from ..errors import UserError
     from .remote import read_input
 
+    one_stdin(file=file, golden=golden)
     try:
         text = read_input(file)  # the caller's file, also when this runs in a server
     except (OSError, UnicodeDecodeError) as e:
         raise UserError(f"cannot read {file}: {e}") from e
-    with open_workbench() as wb:
+    with input_path(golden, name="golden.yaml") as golden_file, open_workbench() as wb:
         if dry_run:
-            impact = wb.edit_impact(id, text, actor=principal, golden=golden, file=file, allow_secret=allow_secret,
-                                    base=base)
+            impact = wb.edit_impact(id, text, actor=principal, golden=golden_file, file=file,
+                                    allow_secret=allow_secret, base=base)
         else:
             saved = wb.edit_with_impact(id, text, reason=reason, actor=principal, file=file,
-                                        allow_secret=allow_secret, base=base, golden=golden)
+                                        allow_secret=allow_secret, base=base, golden=golden_file)
             impact = saved.impact
     if as_json:
         emit_json({"id": impact.fragment_id, "dry_run": True, "impact": impact.to_dict()} if dry_run
@@ -277,7 +289,7 @@ def edit(id, file, reason, base, allow_secret, dry_run, golden, principal, as_js
 
 @command("revert", "Append a new version whose content equals an earlier version.",
          "workbench revert nw-adr-0007-idempotency-keys --to 1 --as marco.bianchi")
-@click.argument("id")
+@id_argument()
 @click.option("--to", type=INT, required=True, metavar="N", help="the version to return to")
 @click.option("--reason", help="why (default: 'revert to vN')")
 @base_option()
@@ -291,14 +303,22 @@ def revert(id, to, reason, base, principal, as_json):
 def _status_command(name: str, verb: str, method: str):
     @command(name, f"{verb} fragment (a new version; history is kept).",
              f"workbench {name} nw-adr-0007-idempotency-keys --reason 'superseded' --as marco.bianchi")
-    @click.argument("id")
+    @id_argument()
     @click.option("--reason", required=True, help="why (required)")
     @base_option()
     @as_option(required=True)
     @json_option()
     def change(id, reason, base, principal, as_json):
         with open_workbench() as wb:
-            _changed(as_json, getattr(wb, method)(id, actor=principal, reason=reason, base=base))
+            changed = getattr(wb, method)(id, actor=principal, reason=reason, base=base)
+            kept = wb.replaced_by(changed.id, principal=principal) if method == "archive" else []
+        if as_json:
+            emit_json({**changed.to_dict(), **({"still_superseded": kept} if method == "archive" else {})})
+            return
+        _changed(False, changed)
+        for old in kept:   # archiving a superseder does not bring back what it replaced
+            print(f"note: {old} stays superseded by {changed.id} (now archived): agents are still not served it. "
+                  f"To serve it again, remove it from {changed.id}'s supersedes (workbench edit {changed.id})")
 
     return change
 

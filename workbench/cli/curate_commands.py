@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .options import (INT, MultiValueOption, PRINCIPAL_DEFAULT, as_option, command, group, json_option,
+from .options import (id_argument, INT, MultiValueOption, PRINCIPAL_DEFAULT, as_option, command, group, json_option,
                       open_workbench, scope_option, values)
 from .render import emit_json, table
 
@@ -25,7 +25,7 @@ def _note_default(view: tuple[str, str], command: str) -> None:
 
 @command("pin", "Pin a fragment in a scope (tech leads of that scope only): it always reaches agents there.",
          "workbench pin nw-pol-pci-scope --scope org=northwind --as priya.raman --reason 'card data rules'")
-@click.argument("id")
+@id_argument()
 @scope_option(required=True)
 @as_option("the tech lead pinning", required=True, metavar="LEAD")
 @click.option("--reason", help="why this must always reach agents")
@@ -42,7 +42,7 @@ def pin(id, scope, principal, reason, until, as_json):
 
 @command("unpin", "Remove a pin (tech leads of that scope only).",
          "workbench unpin nw-pol-pci-scope --scope org=northwind --as priya.raman")
-@click.argument("id")
+@id_argument()
 @scope_option("the scope the fragment is pinned in", required=True)
 @as_option("the tech lead unpinning", required=True, metavar="LEAD")
 @click.option("--reason", help="why (recorded)")
@@ -155,8 +155,8 @@ def dedupe(distance, principal, as_json):
 
 @command("merge", "Collapse DROP into KEEP: KEEP gains DROP's sources and in-links; DROP is archived.",
          "workbench merge tw-rb-pgbouncer-pool-exhaustion tw-rb-fleet-pgbouncer-pool-exhausted --as lena.fischer")
-@click.argument("keep")
-@click.argument("drop")
+@id_argument("keep")
+@id_argument("drop")
 @as_option("who merges", required=True, metavar="USER")
 @click.option("--reason", help="why (default: 'merge DROP into KEEP')")
 @json_option()
@@ -218,7 +218,7 @@ def nudge(days, cooldown, principal, as_json):
 
 @command("verify", "Owner: the fragment is still true (resets its staleness clock).",
          "workbench verify nw-pol-incident-severity --as dan.kowalski --note 'still true'")
-@click.argument("id")
+@id_argument()
 @as_option("the fragment's owner", required=True, metavar="OWNER")
 @click.option("--note", help="what was checked")
 @json_option()
@@ -233,7 +233,7 @@ def verify(id, principal, note, as_json):
 
 @command("snooze", "Owner: hide a fragment from the stale list for N days.",
          "workbench snooze nw-pol-pci-scope --days 30 --as omar.haddad")
-@click.argument("id")
+@id_argument()
 @click.option("--days", type=INT, required=True, help="how many days (a positive number)")
 @as_option("the fragment's owner", required=True, metavar="OWNER")
 @json_option()

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .options import (INT, PRINCIPAL_DEFAULT, as_option, command, group, json_option, open_workbench,
+from .options import (id_argument, INT, PRINCIPAL_DEFAULT, as_option, command, group, json_option, open_workbench,
                       scope_option, workspace)
 from .render import emit_json, table
 
@@ -55,7 +55,7 @@ def _set_change(name: str, verb: str):
     @command(name, f"{verb.title()} a fragment by hand.",
              f"workbench set {name} payments-core nw-rb-ledger-imbalance --as marco.bianchi")
     @click.argument("name")
-    @click.argument("id")
+    @id_argument()
     @as_option("who changes it (default principal)", metavar="USER")
     @json_option()
     def change(name, id, principal, as_json):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import click
 
+from ..errors import UserError
 from .options import INT, PRINCIPAL_DEFAULT, as_option, command, json_option, open_workbench, scope_option
 from .render import emit_json, table
 
@@ -14,14 +15,29 @@ VIEW = ("whose view: its own calls; a lead's, also the calls made in scopes it l
 
 @command("gaps", "Questions agents asked that got nothing useful (an abstention, or only low-confidence "
          "fragments), near-identical ones grouped, most asked first.",
-         "workbench gaps --days 30 --scope org=northwind --as priya.raman")
+         "workbench gaps --days 30 --scope org=northwind --as priya.raman\n"
+         "workbench gaps --draft 1 --as priya.raman     # a proposal answering the most asked one")
 @click.option("--days", type=INT, default=30, help="the window: calls of the last N days (default 30)")
 @scope_option("only calls made within this scope (a call without a scope: its caller's orgs)")
+@click.option("--draft", type=INT, metavar="N", help="draft an answer to group N of the report as a proposal (never "
+              "served until an owner writes the answer and accepts it: `workbench review accept`); the group is "
+              "then no longer listed")
 @as_option(VIEW)
 @json_option()
-def gaps(days, scope, principal, as_json):
+def gaps(days, scope, draft, principal, as_json):
     with open_workbench() as wb:
         report = wb.gaps(days=days, scope=scope, principal=principal)
+        if draft is not None:
+            if not 1 <= draft <= len(report.groups):
+                raise UserError(f"--draft {draft}: the report lists {len(report.groups)} group(s)", param="draft")
+            made = wb.draft_gap(report.groups[draft - 1].question, principal=principal, days=days)
+            if as_json:
+                emit_json(made.to_dict())
+            else:
+                print(f"drafted {made.id} (a proposal in {made.scope}, owner {made.owner}): write the answer with "
+                      f"`workbench review accept {made.id} --file ANSWER.md` or in the TUI inbox; it is served to no one "
+                      "until an owner accepts it")
+            return
     if as_json:
         emit_json(report.to_dict())
         return

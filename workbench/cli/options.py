@@ -89,6 +89,46 @@ def _complete_principal(ctx: click.Context, param, incomplete: str) -> list[str]
     return sorted(name for name in config.principals if name.startswith(incomplete))
 
 
+def _ask_workspace(ctx: click.Context, question: str, incomplete: str, **kwargs: Any) -> list[str]:
+    """Ask the workspace (read-only, briefly: completion must never hang) one completion question, as
+    the caller: ``--as`` when already given, else the default principal. Nothing on any failure."""
+    try:
+        from ..config import resolve_workspace
+        from ..service import Workbench
+
+        principal = ctx.params.get("principal") or next(
+            (c.params.get("principal") for c in _contexts(ctx) if c.params.get("principal")), None)
+        with Workbench.open(resolve_workspace(ctx.meta.get(WORKSPACE_KEY)), lock_timeout=0.5, read_only=True) as wb:
+            return getattr(wb, question)(incomplete, principal=principal, **kwargs)
+    except Exception:  # noqa: BLE001 - completion must never fail loudly (no workspace, no principal, busy)
+        return []
+
+
+def _contexts(ctx: click.Context):
+    while ctx is not None:
+        yield ctx
+        ctx = ctx.parent
+
+
+def complete_fragment_id(ctx: click.Context, param, incomplete: str) -> list[str]:
+    """Ids of the fragments the caller may see."""
+    return _ask_workspace(ctx, "complete_ids", incomplete)
+
+
+def complete_proposal_id(ctx: click.Context, param, incomplete: str) -> list[str]:
+    """Ids of the proposals the caller may see (its own, those it reviews)."""
+    return _ask_workspace(ctx, "complete_ids", incomplete, proposals=True)
+
+
+def _complete_scope(ctx: click.Context, param, incomplete: str) -> list[str]:
+    return _ask_workspace(ctx, "complete_scopes", incomplete)
+
+
+def id_argument(name: str = "id", *, proposals: bool = False) -> Callable:
+    """A fragment id argument, completed with the ids the caller may see."""
+    return click.argument(name, shell_complete=complete_proposal_id if proposals else complete_fragment_id)
+
+
 def as_option(help: str | None = None, *, required: bool = False, metavar: str = "PRINCIPAL") -> Callable:
     """``--as PRINCIPAL``: who acts (the author of a change, whose visibility applies)."""
     text = help or ("the principal making the change" if required else f"act as this principal {PRINCIPAL_DEFAULT}")
@@ -103,7 +143,7 @@ def json_option() -> Callable:
 
 def scope_option(help: str | None = None, *, required: bool = False) -> Callable:
     """``--scope org=ORG[,repo=R][,persona=P][,session=S]``."""
-    return click.option("--scope", metavar="SCOPE", required=required,
+    return click.option("--scope", metavar="SCOPE", required=required, shell_complete=_complete_scope,
                         help=help or "org=ORG[,repo=R][,persona=P][,session=S]")
 
 

@@ -8,18 +8,8 @@ from __future__ import annotations
 
 import click
 
-from .options import (
-    INT,
-    PRINCIPAL_DEFAULT,
-    MultiValueOption,
-    as_option,
-    command,
-    group,
-    json_option,
-    open_workbench,
-    scope_option,
-    values,
-)
+from .options import (INT, PRINCIPAL_DEFAULT, MultiValueOption, as_option, command, group, id_argument,
+                      json_option, open_workbench, scope_option, values)
 from .render import emit_json, table
 
 KINDS = ("note", "session-summary", "anti-pattern")   # models.PROPOSAL_KINDS (kept here: no import on --help)
@@ -113,7 +103,7 @@ def review():
 @command("accept", "Accept a proposal: it becomes an active fragment in the scope and with the owner chosen.",
          "workbench review accept prop-webhook-retries-1a2b3c --base 2 --scope org=northwind,repo=payments-api "
          "--owner marco.bianchi --as marco.bianchi")
-@click.argument("id")
+@id_argument(proposals=True)
 @scope_option("the scope it is accepted into (default: where it was proposed)")
 @click.option("--owner", help="its owner (default: you, or the owner the proposal names if not its author)")
 @click.option("--title", help="a new title, saved as an edit before accepting")
@@ -133,13 +123,14 @@ def accept(id, scope, owner, title, body, file, reason, base, principal, as_json
     if as_json:
         emit_json(done.to_dict())
     else:
-        print(f"accepted {done.id} (v{done.version}) into {done.scope}, owner {done.owner}")
+        named = f" as {done.id} ({id} redirects to it)" if done.id != id else ""
+        print(f"accepted {id}{named} (v{done.version}) into {done.scope}, owner {done.owner}")
 
 
 @command("reject", "Reject a proposal, with a reason its author reads back (`show`, MCP `get`).",
          "workbench review reject prop-webhook-retries-1a2b3c --reason 'already in nw-rb-webhook-dlq' "
          "--as marco.bianchi")
-@click.argument("id")
+@id_argument(proposals=True)
 @click.option("--reason", required=True, help="why (required; the author reads it)")
 @click.option("--base", type=INT, metavar="N", help="the version you reviewed (see accept)")
 @as_option(f"the reviewer (a lead of the proposal's scope) {PRINCIPAL_DEFAULT}", metavar="LEAD")

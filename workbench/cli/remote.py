@@ -231,7 +231,9 @@ def prepare_served(ctx, path: str, served: Served) -> None:
             params["principal"] = served.principal
     for param in SERVER_PATHS.get(name, ()):
         value = params.get(param)
-        if value in (None, (), [], "") or value is False:  # False: a flag not given (check --update-baseline)
+        if value in (None, (), [], "", "-") or value is False:  # False: a flag not given (check --update-baseline)
+            continue                                            # '-': the caller's standard input, sent along
+        if isinstance(value, (tuple, list)) and all(v == "-" for v in value):
             continue
         if not served.admin:
             raise UserError(f"`workbench {name}` with a path reads or writes files on the server: it needs an "
@@ -242,7 +244,7 @@ def prepare_served(ctx, path: str, served: Served) -> None:
 def _absolute(value, cwd: str | None):
     if isinstance(value, (tuple, list)):
         return type(value)(_absolute(v, cwd) for v in value)
-    if not isinstance(value, str) or not cwd or "://" in value or value.startswith("git@"):
+    if not isinstance(value, str) or not cwd or "://" in value or value.startswith("git@") or value == "-":
         return value
     return str(Path(cwd, Path(value).expanduser()))
 
@@ -359,12 +361,17 @@ def _input_files(ctx) -> dict[str, str]:
     from ..errors import UserError
 
     name = ctx.params.get("file") if ctx.command.name in FILE_COMMANDS else None
-    if not name:
+    stdin = any(v == "-" or (isinstance(v, (tuple, list)) and "-" in v)
+                for v in (ctx.params.get(p) for p in SERVER_PATHS.get(ctx.command.name, ())))
+    if not name and not stdin:
         return {}
     try:
-        return {name: sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")}
+        files = {name: sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")} if name else {}
+        if stdin and "-" not in files:   # a path option given as '-' (ingest -, eval/check --golden -)
+            files["-"] = sys.stdin.read()
+        return files
     except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"cannot read {name}: {e}") from e
+        raise UserError(f"cannot read {name or 'standard input'}: {e}") from e
 
 
 def _columns() -> int | None:

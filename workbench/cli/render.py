@@ -153,7 +153,9 @@ def fragment_text(data: dict[str, Any]) -> str:
              f"updated: {data['updated_at']}  verified: {data.get('verified_at') or '-'}"]
     if data.get("superseded_by"):
         newer = data["superseded_by"]
-        lines.append(f"superseded by {newer['id']}@v{newer['version']}: prefer it")
+        lines.append(f"superseded by {newer['id']}@v{newer['version']} (archived): it was replaced, and its "
+                     "replacement is archived: neither is current" if newer.get("archived")
+                     else f"superseded by {newer['id']}@v{newer['version']}: prefer it")
     if data.get("tags"):
         lines.append("tags: " + ", ".join(data["tags"]))
     if data.get("links"):

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from .inputs import input_path
 from .options import (FLOAT, INT, MultiValueOption, PRINCIPAL_DEFAULT, as_option, command, json_option,
                       open_workbench, scope_option, values)
 from .render import emit_json, table
@@ -124,8 +125,10 @@ def context(query, principal, scope, pipeline, min_score, rerank, allow_secret, 
         emit_json(result.to_dict())
         return
     print(result.text())
+    note = f"; {result.note}" if result.note and result.note != result.notice else ""
     print(f"\n<!-- {result.used_tokens}/{result.budget_tokens} tokens, {len(result.fragments)} fragments, "
-          f"{len(result.avoid)} to avoid, {len(result.omitted)} omitted; trace {result.trace_id or 'not stored'} -->")
+          f"{len(result.avoid)} to avoid, {len(result.omitted)} omitted; trace {result.trace_id or 'not stored'}"
+          f"{note} -->")
 
 
 @command("trace", "Show exactly what a search or context call served (ID, or `last`: your latest call).",
@@ -154,7 +157,7 @@ def trace(id, principal, as_json):
 
 @command("eval", "Evaluate retrieval on the golden set or a BEIR directory (nDCG@10, recall@10/100, MRR@10).",
          "workbench eval --golden sample_corpus/golden.yaml --pipeline bm25 dense hybrid --compare bm25 hybrid")
-@click.option("--golden", metavar="FILE", help="golden queries YAML (e.g. sample_corpus/golden.yaml)")
+@click.option("--golden", metavar="FILE", help="golden queries YAML (e.g. sample_corpus/golden.yaml; '-' for stdin)")
 @click.option("--beir", metavar="DIR", help="a BEIR-format directory (corpus.jsonl, queries.jsonl, qrels/)")
 @click.option("--split", default="test", help="BEIR qrels split (default test)")
 @click.option("--pipeline", cls=MultiValueOption, metavar="NAME...", shell_complete=_complete(PIPELINES),
@@ -191,8 +194,8 @@ def eval_(golden, beir, split, pipeline, compare, cache, abstention, sizes, as_j
     pipelines = values(pipeline)
     compare = tuple(compare) if compare else None
     if golden:
-        with open_workbench() as wb:
-            report = wb.eval_golden(golden, pipelines=pipelines, compare=compare)
+        with input_path(golden, name="golden.yaml") as golden_file, open_workbench() as wb:
+            report = wb.eval_golden(golden_file, pipelines=pipelines, compare=compare)
     else:
         report = Workbench.eval_beir(beir, split=split, pipelines=pipelines, compare=compare, cache=cache,
                                      progress=_progress if sys.stderr.isatty() else None)

@@ -25,6 +25,9 @@ from ..rank.clusters import SAME_QUESTION, leader_clusters
 from ..retrieval.results import _md, _table_md
 
 ABSTAINED, LOW_CONFIDENCE = "abstained", "low confidence"
+# The line a gap's draft ends with: a draft holding it is not written yet, and is never published
+# (accepted) or created as a fragment while it does (service/proposals.py, service/curation.py).
+PLACEHOLDER = "Write the answer here (and remove this note)."
 EXAMPLES = 3
 
 
@@ -61,6 +64,11 @@ def gap_reason(row: dict[str, Any], floor: float) -> str | None:
     if unpinned and all(c is not None and c < limit for c in unpinned):
         return LOW_CONFIDENCE
     return None
+
+
+def still_placeholder(body: str) -> bool:
+    """Whether a body still holds a gap draft's placeholder line (its answer is not written)."""
+    return PLACEHOLDER in body
 
 
 def same_text(query: str) -> str:

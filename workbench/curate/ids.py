@@ -14,6 +14,9 @@ from collections import Counter
 from collections.abc import Container, Iterable
 
 SLUG_MAX = 60
+# kind → the id abbreviation the sample corpus uses (nw-rb-..., tw-note-...)
+ABBREVIATIONS = {"decision": "adr", "runbook": "rb", "policy": "pol", "note": "note", "code": "code",
+                 "session-summary": "ss", "anti-pattern": "ap"}
 
 
 def slug(title: str, default: str) -> str:

@@ -11,7 +11,8 @@ imperative lines (pins and policies: "Always follow ..."; anti-patterns under "D
 A fragment body's own headings are demoted below its item heading (``export.headings``), so
 the file's outline holds only our sections. Cursor rules carry YAML front matter written by a
 YAML emitter (never by string formatting), with ``globs`` as the comma-separated string Cursor
-reads. llms.txt follows llmstxt.org: an H1, a ``>`` summary, a paragraph, then H2 sections of
+reads; what AGENTS.md lists under "Always follow" (pins, policies) is ``alwaysApply: true`` there
+too, the rest is attached by its globs. llms.txt follows llmstxt.org: an H1, a ``>`` summary, a paragraph, then H2 sections of
 links only; what the budget left out is listed under ``## Optional``; ``base_url`` makes every
 link absolute.
 """
@@ -238,9 +239,11 @@ def cursor_rules(sel: Selection, **_: object) -> dict[str, str]:
             "# Do not\n\n" + "\n".join(never(f) for f in sel.avoid) + "\n\n"
             + "\n\n".join(item(f, 2) for f in sel.avoid))
     names = rule_names([f.id for f in sel.knowledge])
-    for f in sel.knowledge:
+    rules = {f.id for f in sel.rules}
+    for f in sel.knowledge:   # a rule (what AGENTS.md lists under "Always follow") applies always
+        always_on = f.id in rules
         files[f".cursor/rules/{names[f.id]}.mdc"] = _mdc(
-            f"{f.title} ({f.kind}; {cite(f)})", _globs(f), False, item(f, 1))
+            f"{f.title} ({f.kind}; {cite(f)})", [] if always_on else _globs(f), always_on, item(f, 1))
     return files
 
 

@@ -24,7 +24,7 @@ import yaml
 
 from .. import safeyaml
 from ..errors import ValidationError
-from ..models import ANTIPATTERN_FIELDS, PROPOSAL_FIELDS, Content, Fragment, Scope, Source
+from ..models import ANTIPATTERN_FIELDS, PROPOSAL_FIELDS, Content, Fragment, Scope, Source, TextFile
 from ..schemas import plain_yaml, shown, validate
 from .schema_check import accepts
 
@@ -205,8 +205,8 @@ def render_fragment(fragment: Fragment) -> str:
                   verified=fragment.verified_at)
 
 
-def collect(paths: Iterable[str | Path], *, max_bytes: int = MAX_FILE_BYTES
-            ) -> tuple[list[Path], list[dict[str, str]]]:
+def collect(paths: Iterable[str | Path | TextFile], *, max_bytes: int = MAX_FILE_BYTES
+            ) -> tuple[list[Path | TextFile], list[dict[str, str]]]:
     """Expand files and folders into fragment files (*.md; hidden files and folders skipped).
 
     Inside a folder, a symlink (file or folder, at any depth) that resolves outside that
@@ -218,6 +218,13 @@ def collect(paths: Iterable[str | Path], *, max_bytes: int = MAX_FILE_BYTES
     found: list[Path] = []
     errors: list[dict[str, str]] = []
     for raw in paths:
+        if isinstance(raw, TextFile):
+            size = len(raw.text.encode("utf-8", "surrogatepass"))
+            if size > max_bytes:
+                errors.append({"file": raw.name, "message": f"too large ({size} bytes, at most {max_bytes})"})
+            else:
+                found.append(raw)
+            continue
         path = Path(raw)
         if path.is_dir():
             files, problems = _walk(path, max_bytes)

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable
 from .. import policy
 from ..config import WorkspaceConfig
 from ..errors import SecretFound, ValidationError, WorkbenchError
-from ..models import Content, Fragment, IngestReport, Principal
+from ..models import Content, Fragment, IngestReport, Principal, TextFile
 from ..store import Store
 from ..store.rows import VersionWrite
 from ..models import utcnow
@@ -85,19 +85,19 @@ def read_files(paths: Iterable[str | Path], config: WorkspaceConfig, report: Ing
     bases = bases or {}
     real_dirs: dict[str, str] = {}
     for path in files:
-        name = str(path)
+        given = isinstance(path, TextFile)   # text handed over (stdin): no file to record or compare
+        name = path.name if given else str(path)
         try:
-            raw = read_capped(path)
-            text = raw.decode("utf-8")
+            text = path.text if given else read_capped(path).decode("utf-8")
         except WorkbenchError as e:
             report.errors.append({"file": name, "message": e.message})
             continue
         except (OSError, UnicodeDecodeError) as e:
             report.errors.append({"file": name, "message": f"cannot read: {e}"})
             continue
-        key = _real_path(path, real_dirs)
-        digest = hashlib.sha256(raw).hexdigest()
-        cached = known_files.get(key)
+        key = None if given else _real_path(path, real_dirs)
+        digest = "" if given else hashlib.sha256(text.encode("utf-8")).hexdigest()
+        cached = known_files.get(key) if key else None
         if cached and cached[0] == digest and cached[1] not in seen and \
                 current.get(cached[1], ("",))[0] == cached[2] and bases.get(cached[1]) == cached[2]:
             seen[cached[1]] = name
@@ -120,7 +120,8 @@ def read_files(paths: Iterable[str | Path], config: WorkspaceConfig, report: Ing
         parsed.append(item)
         if found and overrides is not None:
             overrides[item.id] = found
-        file_rows.append((key, digest, item.id, item.content.content_hash()))
+        if key:
+            file_rows.append((key, digest, item.id, item.content.content_hash()))
     return parsed, file_rows
 
 

@@ -121,15 +121,18 @@ def cite(fragment_id: str, version: int | None) -> str:
     return f"{fragment_id}@v{version}" if version is not None else fragment_id
 
 
+ARCHIVED_SUPERSEDER = "it was replaced, and its replacement is archived: neither is current"
+
 def label(value: Any) -> str | None:
     """A supersession label as ``ID@vN`` from what the core gives: an (id, version) pair,
     a {"id", "version"} dict, or a string."""
     if not value:
         return None
     if isinstance(value, dict):
-        return cite(value["id"], value.get("version")) if value.get("id") else None
-    if isinstance(value, (list, tuple)) and len(value) == 2 and isinstance(value[1], int):
-        return cite(value[0], value[1])
+        archived = " (archived)" if value.get("archived") else ""
+        return cite(value["id"], value.get("version")) + archived if value.get("id") else None
+    if isinstance(value, (list, tuple)) and len(value) in (2, 3) and isinstance(value[1], int):
+        return cite(value[0], value[1]) + (" (archived)" if len(value) == 3 else "")
     return str(value)
 
 
@@ -238,7 +241,9 @@ def fragment_markdown(data: dict[str, Any]) -> str:
     if data["status"] != "active":
         meta.append(data["status"])
     lines = [f"# {data['title']}", " · ".join(meta)]
-    if data.get("superseded_by"):
+    if data.get("superseded_by") and str(data["superseded_by"]).endswith("(archived)"):
+        lines.append(f"> **Superseded by {data['superseded_by']}**: {ARCHIVED_SUPERSEDER}.")
+    elif data.get("superseded_by"):
         lines.append(f"> **Superseded by {data['superseded_by']}**: prefer that fragment; this one is kept "
                      "for history.")
     review = _review_line(data)

@@ -16,7 +16,7 @@ Pure: arrays in, arrays out; no I/O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -51,12 +51,14 @@ class Stages:
 class Caller:
     """What one caller's ranking rests on: the fragments they see (the candidates and the
     statistics' basis), each position's BM25 length, authority over their visible graph, and
-    the positions superseded for them (ascending)."""
+    the positions superseded for them (ascending; ``retired``: those only an archived superseder
+    they see supersedes, which an edit of an active fragment does not change)."""
 
     mask: np.ndarray
     lengths: np.ndarray
     authority: np.ndarray
     superseded: np.ndarray
+    retired: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,9 @@ caller, and nothing about the invisible replacement shows through (no label, no 
 When several visible fragments supersede the same one, the most recently updated is named
 (ties: the smallest id, which is the smallest index position).
 
+An archived fragment supersedes too (``with_retired``): what it replaced stays superseded, named
+by it, while no active superseder the caller sees replaces it.
+
 Superseded fragments are strongly demoted: their ranking score is multiplied by
 ``DEMOTION`` (divided by it when negative, so a demotion always lowers a score).
 Pure: arrays in, arrays out; no I/O.
@@ -56,4 +59,26 @@ def demote(scores: np.ndarray, positions: np.ndarray) -> np.ndarray:
     if positions.size:
         s = out[positions]
         out[positions] = np.where(s > 0, s * DEMOTION, s / DEMOTION)
+    return out
+
+
+def with_retired(by: np.ndarray, n: int, seen_retired: np.ndarray, retired_new: np.ndarray,
+                 retired_old: np.ndarray, retired_updated: np.ndarray) -> np.ndarray:
+    """``by`` (``superseders``' answer) completed with the archived ("retired") superseders the caller
+    sees: a fragment that no active superseder the caller sees replaces, but that an archived one it
+    sees lists in ``supersedes``, stays superseded, by ``n + j`` (j: the retired superseder's index;
+    the most recently updated, then the smallest index, is named). Archiving a superseder does not
+    bring back what it replaced: that takes an explicit change (removing it from ``supersedes``)."""
+    if retired_new.size == 0:
+        return by
+    keep = seen_retired[retired_new] & (by[retired_old] < 0)
+    new, old = retired_new[keep], retired_old[keep]
+    if new.size == 0:
+        return by
+    out = by.copy()
+    order = np.lexsort((new, -retired_updated[new], old))
+    new, old = new[order], old[order]
+    first = np.ones(old.size, dtype=bool)
+    first[1:] = old[1:] != old[:-1]
+    out[old[first]] = n + new[first]
     return out

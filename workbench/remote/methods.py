@@ -6,7 +6,7 @@ from __future__ import annotations
 
 READ = frozenset({
     "principal", "principals", "list", "browse", "get", "history", "diff", "stats", "search", "context",
-    "superseded_by", "trace", "graph_node", "pins", "stale", "preview_files", "set_show", "set_fragments",
+    "superseded_by", "replaced_by", "trace", "graph_node", "pins", "stale", "preview_files", "set_show", "set_fragments",
     "render_agents", "quick_lexical", "health", "gaps", "usage", "fragment_usage",
     "proposals", "edit_impact", "actions", "calibration_info",
 })

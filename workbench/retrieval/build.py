@@ -17,7 +17,7 @@ from typing import Callable
 import numpy as np
 
 from .columns import Rows, Source, read_rows
-from .index import SearchIndex
+from .index import Retired, SearchIndex
 from .lexical import Bm25
 
 __all__ = ["PATCH_MAX", "build_index", "graph_digest", "same_edges"]
@@ -58,6 +58,7 @@ def build_index(store, derived, previous: SearchIndex | None = None, progress: C
         rows, texts = read_rows(store, previous.rows)
         index = _patch(store, derived, previous, rows, texts, generation)
         if index is not None:
+            index.retired = Retired.of(store.index_columns(status="archived"), index.pos)
             return index
     else:
         known = (dict(zip(zip(seed.ids.tolist(), seed.content_hashes.tolist()), seed.text_hashes.tolist()))
@@ -72,6 +73,7 @@ def build_index(store, derived, previous: SearchIndex | None = None, progress: C
     index = SearchIndex(rows, generation, derived, authority, Source(store=store), progress, links=edges,
                         source_links=source_edges, texts=texts, previous=previous)
     index.graph_sig = graph_sig
+    index.retired = Retired.of(store.index_columns(status="archived"), index.pos)
     index.adopt_authority(previous)
     if previous is not None:
         if previous._vectors is not None:

@@ -6,6 +6,10 @@ silently; whatever does not fit is listed in ``omitted`` with the reason. When n
 fragment or anti-pattern is left (all below the confidence floor, or none matched), the
 note says so plainly: ``NO_KNOWLEDGE``. A superseded fragment that is served anyway (a pin,
 or one the query names) carries its "superseded by ID@vN" label under its title.
+
+When nothing at all is served, the agent receives a notice instead, and it is paid for like
+everything else: the note when it fits the budget, else its short form, else nothing (a budget of
+1 token serves an empty text and reports ``used`` 0; the note stays in the result's metadata).
 """
 
 from __future__ import annotations
@@ -68,6 +72,22 @@ class Composition:
     avoid: list[ContextItem] = field(default_factory=list)
     omitted: list[dict[str, Any]] = field(default_factory=list)
     note: str | None = None
+    notice: str = ""      # what is served when nothing else is: the note, shortened, or nothing (counted)
+
+
+def short_note(note: str, budget: int) -> str:
+    """The short form of a note, for a budget too small for the note itself."""
+    return "nothing relevant" if note == NO_KNOWLEDGE else f"nothing fits {budget} tokens"
+
+
+def fit_notice(note: str | None, budget: int, count: TokenCounter) -> tuple[str, int]:
+    """(the notice served in place of knowledge, its tokens): ``note``, else its short form, else
+    nothing, whichever first fits ``budget``."""
+    for text in ((note, short_note(note, budget)) if note else ()):
+        n = count(text)
+        if n <= budget:
+            return text, n
+    return "", 0
 
 
 def render(hit: Hit) -> str:
@@ -188,4 +208,6 @@ def compose(pins: list[Hit], ranked: list[Hit], avoid: list[Hit], *, budget: int
         smallest = min(full(h)[1] for h in [*pins, *ranked, *avoid])
         out.note = (f"budget of {budget} tokens is smaller than the smallest matching fragment "
                     f"({smallest} tokens): nothing served")
+    if not out.fragments and not out.avoid:   # only the notice is served: it is all that is paid for
+        out.notice, out.used = fit_notice(out.note, budget, count)
     return out

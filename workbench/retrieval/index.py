@@ -18,7 +18,8 @@ and the lexical backends take the caller's mask. ``authority`` (whole-workspace 
 normalised) remains for whole-workspace views only; ranking must not use it.
 
 Supersession is per caller too: ``superseders(mask)`` names, for each fragment, the
-superseder the caller sees (rank/supersession.py). ``filter_mask`` turns search filters
+superseder the caller sees (rank/supersession.py); given the caller, an archived superseder it
+sees counts too (``Retired``: archiving ADR-0007 leaves ADR-0003, which it superseded, superseded). ``filter_mask`` turns search filters
 (kind, tag, owner, updated since) into a mask over the same positions.
 """
 
@@ -36,6 +37,7 @@ from ..rank import supersession
 from ..rank.authority import edge_arrays, visible_authority
 from .columns import EPOCH, CHUNKER_VERSION, Rows, Source, index_text, text_hash
 from .lexical import Bm25, DuckdbFts, canonical_backend
+from .retired import Retired
 
 __all__ = ["CHUNKER_VERSION", "SearchIndex", "applies", "index_text", "text_hash"]
 AUTHORITY_CACHE = 64   # visibility signatures whose authority is kept per index
@@ -83,6 +85,7 @@ class SearchIndex:
         self._links, self._sources, self.source_names = edge_arrays(self.ids, links, source_links, self.pos)
         self._authority: OrderedDict[bytes, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = OrderedDict()
         self._authority_lock = threading.Lock()
+        self.retired = Retired.empty()    # archived superseders (build_index reads them each generation)
 
     @classmethod
     def of_fragments(cls, fragments: list[Fragment], generation: int, derived,
@@ -264,10 +267,30 @@ class SearchIndex:
 
     # -- supersession and filters -----------------------------------------------------------
 
-    def superseders(self, mask: np.ndarray) -> np.ndarray:
+    def superseders(self, mask: np.ndarray, principal: Principal | None = None) -> np.ndarray:
         """Per position, the position of the superseder a caller who sees ``mask`` is told
-        about (-1: not superseded for this caller)."""
-        return supersession.superseders(mask, *self._supersedes, self.updated_s)
+        about (-1: not superseded for this caller). Given the caller, an archived superseder it
+        sees counts where no active one does: ``n + j`` names the j-th of ``retired``
+        (``superseder_ref`` turns either into an id and version)."""
+        by = supersession.superseders(mask, *self._supersedes, self.updated_s)
+        if principal is None or not self.retired.ids:
+            return by
+        r = self.retired
+        return supersession.with_retired(by, len(self.ids), r.seen(principal), r.new, r.old, r.updated_s)
+
+    def retired_superseded(self, principal: Principal, mask: np.ndarray) -> np.ndarray:
+        """Positions in ``mask`` that only an archived superseder the caller sees supersedes."""
+        by = self.superseders(mask, principal)
+        return np.flatnonzero((by >= len(self.ids)) & mask)
+
+    def superseder_ref(self, k: int) -> tuple:
+        """(id, version) of the superseder at ``k`` (a position, or ``n + j`` for an archived one:
+        then (id, version, "archived"))."""
+        n = len(self.ids)
+        if k < n:
+            return self.ids[k], int(self.versions[k])
+        j = k - n
+        return self.retired.ids[j], int(self.retired.versions[j]), "archived"
 
     def filter_mask(self, kinds=(), tags=(), owners=(), updated_since: float | None = None) -> np.ndarray:
         """Fragments of one of ``kinds``, carrying one of ``tags``, owned by one of ``owners``
@@ -437,3 +460,4 @@ def applies(scope: Scope, within: Scope | None) -> bool:
         if mine is not None and theirs is not None and mine != theirs:
             return False
     return True
+

@@ -100,7 +100,8 @@ class Hit:
     scores: dict[str, Any]
     rank: int
     confidence: float | None = 0.0               # None: not calibrated (a lexical preview, see hits_from)
-    superseded_by: tuple[str, int] | None = None   # (id, version) of the superseder the caller sees
+    superseded_by: tuple | None = None   # (id, version) of the superseder the caller sees; (id, version,
+    #                                      "archived") when it is archived (what it replaced stays replaced)
 
     @property
     def id(self) -> str:
@@ -118,8 +119,11 @@ class Hit:
                 "superseded_by": superseded_dict(self.superseded_by)}
 
     def superseded_label(self) -> str | None:
-        """"superseded by ID@vN", or None."""
-        return f"superseded by {self.superseded_by[0]}@v{self.superseded_by[1]}" if self.superseded_by else None
+        """"superseded by ID@vN" ("... (archived)" when the superseder is archived), or None."""
+        if not self.superseded_by:
+            return None
+        archived = " (archived)" if len(self.superseded_by) > 2 else ""
+        return f"superseded by {self.superseded_by[0]}@v{self.superseded_by[1]}{archived}"
 
     def __repr__(self) -> str:
         return f"<Hit #{self.rank} {self.id} {self.score:.3f}>"
@@ -129,8 +133,11 @@ def source_of(f: Fragment) -> dict[str, Any] | None:
     return f.sources[0].to_dict() if f.sources else None
 
 
-def superseded_dict(pair: tuple[str, int] | None) -> dict[str, Any] | None:
-    return {"id": pair[0], "version": pair[1]} if pair else None
+def superseded_dict(pair: tuple | None) -> dict[str, Any] | None:
+    """{id, version} of a superseder (with ``archived: true`` for an archived one), or None."""
+    if not pair:
+        return None
+    return {"id": pair[0], "version": pair[1], **({"archived": True} if len(pair) > 2 else {})}
 
 
 @dataclass
@@ -194,7 +201,7 @@ def rank(index: SearchIndex, query: str, principal: Principal, settings: Setting
     with_priors = settings.use_priors and settings.pipeline == "hybrid" and n
     if with_priors:
         fresh = rank_priors.freshness(index.ages_days(now), index.half_lives(settings.priors.half_life))
-    superseded, named = _supersession(index, query, seen, mask) if n else ({}, set())
+    superseded, named = _supersession(index, query, seen, mask, principal) if n else ({}, set())
     demoted = np.array(sorted(set(superseded) - named), dtype=np.int64)
     fused, final = final_scores(lexical, dense, pipeline=settings.pipeline, fusion_name=settings.fusion,
                                 depth=settings.depth, dense_weight=weight, min_score=settings.min_score,
@@ -211,12 +218,13 @@ def rank(index: SearchIndex, query: str, principal: Principal, settings: Setting
                    superseded=superseded, named=named, query=query, query_vector=qv, basis=mask)
 
 
-def _supersession(index: SearchIndex, query: str, seen: np.ndarray, within: np.ndarray
+def _supersession(index: SearchIndex, query: str, seen: np.ndarray, within: np.ndarray, principal: Principal
                   ) -> tuple[dict[int, int], set[int]]:
-    """(position in ``within`` → position of its superseder the caller sees, the superseded
-    ones the query names explicitly). Explicitly means by id, or by a code identifier that this
-    fragment alone contains among the fragments the caller sees."""
-    by = index.superseders(seen)
+    """(position in ``within`` → position of its superseder the caller sees (``n + j`` for an
+    archived one, see ``SearchIndex.superseder_ref``), the superseded ones the query names
+    explicitly). Explicitly means by id, or by a code identifier that this fragment alone contains
+    among the fragments the caller sees."""
+    by = index.superseders(seen, principal)
     superseded = {int(i): int(by[i]) for i in np.flatnonzero((by >= 0) & within)}
     if not superseded:
         return {}, set()
@@ -465,7 +473,7 @@ def _hit(index: SearchIndex, ranking: Ranking, i: int, position: int, *, top: fl
     if confidence is None and calibrate:
         confidence = confidences(index, ranking, [i], model)[i]
     new = ranking.superseded.get(i)
-    superseded_by = (index.ids[new], int(index.versions[new])) if new is not None else None
+    superseded_by = index.superseder_ref(new) if new is not None else None
     return Hit(fragment=index.fragment(i), score=score, scores=scores, rank=position,
                confidence=None if confidence is None else float(confidence),
                superseded_by=superseded_by)

@@ -6,7 +6,7 @@ import html
 from dataclasses import dataclass, field
 from typing import Any
 
-from .compose import ContextItem, abstention_line, join
+from .compose import NO_KNOWLEDGE, ContextItem, abstention_line, join
 from .pipeline import Hit
 
 
@@ -105,6 +105,7 @@ class ContextResult:
     note: str | None = None
     min_confidence: float | None = None   # the confidence floor applied (pins exempt)
     abstained: bool = False               # nothing ranked passed: "no relevant knowledge in scope"
+    notice: str = ""                      # the text served when nothing else is (counted in used_tokens)
 
     def to_dict(self) -> dict[str, Any]:
         data = {"trace_id": self.trace_id, "budget_tokens": self.budget_tokens, "used_tokens": self.used_tokens,
@@ -112,6 +113,8 @@ class ContextResult:
                 "omitted": self.omitted, "min_confidence": self.min_confidence, "abstained": self.abstained}
         if self.note:
             data["note"] = self.note
+        if self.notice:
+            data["notice"] = self.notice
         return data
 
     def text(self) -> str:
@@ -119,8 +122,8 @@ class ContextResult:
         the budget (everything here was counted), and, when nothing relevant was found, a sentence
         saying so before any pins."""
         if not self.fragments and not self.avoid:
-            return self.note or ""
-        lead = abstention_line(self.note) if self.abstained and self.note else None
+            return self.notice
+        lead = abstention_line(NO_KNOWLEDGE) if self.abstained else None
         return join(self.fragments, self.avoid, lead)
 
     def __repr__(self) -> str:

@@ -13,6 +13,8 @@ from ..models import Content, Fragment, Principal, Scope
 from ..models import utcnow
 from .fragments import Fragments
 from .search import Retrieval
+from ..curate.gaps import PLACEHOLDER, still_placeholder
+from ..curate.ids import ABBREVIATIONS
 from .workspace import Feature, Workspace
 
 MAX_DISTANCE = 32  # dedupe: half the SimHash's bits; beyond that nothing is "near" (and the bands run out)
@@ -220,7 +222,7 @@ class Curation(Feature):
         if not fid:
             rows = self.store.summaries()  # (id, kind, title, owner, org, ...): light rows, no bodies
             fid = new_id(title, org=where.org, org_ids=[(r[0], r[1]) for r in rows if r[4] == where.org],
-                         taken={r[0] for r in rows})
+                         taken={r[0] for r in rows} | self.store.alias_ids())
         check_fragment_id(fid, file="<antipattern>")
         existing = self.store.get(fid)
         if existing is not None:
@@ -241,9 +243,7 @@ class Curation(Feature):
         guard_secrets(content, file="<antipattern>", allow=allow_secret, overrides=overrides)
         return self.fragments.write(fid, content, actor=who, reason="new anti-pattern", overrides=overrides)
 
-    # kind → the id abbreviation the sample corpus uses (nw-rb-..., tw-note-...)
-    ID_ABBREVIATIONS = {"decision": "adr", "runbook": "rb", "policy": "pol", "note": "note", "code": "code",
-                        "session-summary": "ss", "anti-pattern": "ap"}
+    ID_ABBREVIATIONS = ABBREVIATIONS   # kind → the id abbreviation (nw-rb-..., curate/ids.py)
 
     def add_fragment(self, *, title: str, body: str, scope: Scope | str, kind: str = "note",
                      actor: str | Principal | None = None, owner: str | None = None, tags: list[str] | None = None,
@@ -267,12 +267,15 @@ class Curation(Feature):
             raise UserError("a new fragment needs a title", param="title")
         if not isinstance(body, str) or not body.strip():
             raise UserError("a new fragment needs a body", param="body")
+        if still_placeholder(body):   # a gap's draft that was not written: it must not reach agents or exports
+            raise UserError(f"the body still holds the draft's placeholder (\"{PLACEHOLDER}\"): write the answer "
+                            "and remove that line", param="body")
         where = Scope.coerce(scope)
         fid = fragment_id
         if not fid:
             rows = self.store.summaries()  # (id, kind, title, owner, org, ...): light rows, no bodies
             fid = new_id(title, org=where.org, org_ids=[(r[0], r[1]) for r in rows if r[4] == where.org],
-                         taken={r[0] for r in rows}, kind=kind, abbreviation=self.ID_ABBREVIATIONS[kind])
+                         taken={r[0] for r in rows} | self.store.alias_ids(), kind=kind, abbreviation=self.ID_ABBREVIATIONS[kind])
         check_fragment_id(fid, file="<new fragment>")
         existing = self.store.get(fid)
         if existing is not None:

@@ -39,6 +39,7 @@ from ..retrieval.manager import IndexManager
 from ..store import Store, open_store
 from .calibrating import Calibrating
 from .check import Checks
+from .complete import Completion
 from .curation import Curation
 from .evaluation import Evaluation, copy_golden, golden_to_copy
 from .exports import Exports
@@ -81,12 +82,13 @@ class Workbench:
         self.curation = Curation(self.ws, self.fragments, self.retrieval)
         self.ingestion = Ingestion(self.ws, self.curation)
         self.usage_feature = Usage(self.ws)
-        self.gaps_feature = Gaps(self.ws, self.retrieval)
         self.proposing = Proposals(self.ws, self.fragments)
+        self.gaps_feature = Gaps(self.ws, self.retrieval, self.proposing)
         self.staleness = Staleness(self.ws, self.fragments, self.usage_feature, self.gaps_feature, self.proposing)
         self.exports = Exports(self.ws, self.fragments, self.retrieval)
         self.tokens = Tokens(self.ws)
         self.traces = Traces(self.ws)
+        self.completion = Completion(self.ws)
 
     @property
     def root(self) -> Path:
@@ -145,13 +147,17 @@ class Workbench:
         return cls.open(root)
 
     @classmethod
-    def open(cls, path: str | Path | None = None, *, lock_timeout: float | None = None) -> "Workbench":
+    def open(cls, path: str | Path | None = None, *, lock_timeout: float | None = None,
+             read_only: bool | None = None) -> "Workbench":
+        """Open the workspace at ``path``. ``read_only=True``: never write (nor upgrade) it, e.g. for
+        shell completion; None: read-write when the files allow it."""
         root = resolve_workspace(path)
         if not (root / CONFIG_NAME).is_file():
             raise WorkspaceMissing(f"no workspace at {root} (run `workbench init` first, "
                                    "or pass --workspace DIR / set WORKBENCH_HOME)")
         config = WorkspaceConfig.load(root / CONFIG_NAME)
-        return cls(root, config, open_store(config.store or root / DB_NAME, root, lock_timeout=lock_timeout))
+        return cls(root, config, open_store(config.store or root / DB_NAME, root, lock_timeout=lock_timeout,
+                                            read_only=read_only))
 
     @staticmethod
     def connect(url: str, token: str | None = None):
@@ -292,6 +298,7 @@ class Workbench:
     confidence_floor = _via("retrieval", Retrieval.confidence_floor)
     supersessions = _via("retrieval", Retrieval.supersessions)
     superseded_by = _via("retrieval", Retrieval.superseded_by)
+    replaced_by = _via("retrieval", Retrieval.replaced_by)
     fetch = _via("retrieval", Retrieval.fetch)
     record_get = _via("retrieval", Retrieval.record_get)
     trace = _via("retrieval", Retrieval.trace)
@@ -327,6 +334,7 @@ class Workbench:
     usage = _via("usage_feature", Usage.usage)
     fragment_usage = _via("usage_feature", Usage.fragment_usage)
     gaps = _via("gaps_feature", Gaps.gaps)
+    draft_gap = _via("gaps_feature", Gaps.draft_gap)
 
     export_files = _via("exports", Exports.export_files)
     preview_files = _via("exports", Exports.preview_files)
@@ -352,4 +360,7 @@ class Workbench:
     proposals = _via("proposing", Proposals.proposals)
     accept = _via("proposing", Proposals.accept)
     reject = _via("proposing", Proposals.reject)
+
+    complete_ids = _via("completion", Completion.fragment_ids)
+    complete_scopes = _via("completion", Completion.scopes)
 

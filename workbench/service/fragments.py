@@ -20,6 +20,13 @@ SPARSE = 4            # ``list`` reads by id, not the span, when the span holds 
 
 
 class Fragments(Feature):
+    def resolve(self, fragment_id: str) -> str:
+        """The id a fragment has now: ``fragment_id``, or the one it redirects to (an accepted proposal's
+        old ``prop-...`` id names the fragment it became). Visibility is decided on the fragment."""
+        if not isinstance(fragment_id, str) or self.store.get(fragment_id) is not None:
+            return fragment_id
+        return self.store.alias_target(fragment_id) or fragment_id
+
     def visible(self, fragment: Fragment | None, principal: Principal, fragment_id: str) -> Fragment:
         # Unknown and out-of-scope ids answer the same way, so ids outside scope do not leak.
         if fragment is None or not policy.may(principal, "read", fragment):
@@ -99,13 +106,13 @@ class Fragments(Feature):
     def get(self, fragment_id: str, *, version: int | None = None,
             principal: str | Principal | None = None) -> Fragment:
         who = self.principal(principal)
-        current = self.visible(self.store.get(fragment_id), who, fragment_id)
+        current = self.visible(self.store.get(self.resolve(fragment_id)), who, fragment_id)
         if version is None or version == current.version:
             return current
-        old = self.store.version(fragment_id, version)
+        old = self.store.version(current.id, version)
         if old is None or not policy.sees(who, old.content):  # an invisible version answers like a missing one
             raise NotFound(f"{fragment_id} has no version {version}")
-        return Fragment(id=fragment_id, version=old.number, content=old.content, content_hash=old.content_hash,
+        return Fragment(id=current.id, version=old.number, content=old.content, content_hash=old.content_hash,
                         created_at=current.created_at, updated_at=old.created_at, verified_at=None)
 
     def history(self, fragment_id: str, *, principal: str | Principal | None = None) -> list[Version]:
@@ -114,8 +121,8 @@ class Fragments(Feature):
         from ..retrieval.results import History
 
         who = self.principal(principal)
-        self.get(fragment_id, principal=who)
-        return History([v if policy.sees(who, v.content) else v.withheld() for v in self.store.versions(fragment_id)])
+        current = self.get(fragment_id, principal=who)
+        return History([v if policy.sees(who, v.content) else v.withheld() for v in self.store.versions(current.id)])
 
     def diff(self, fragment_id: str, a: int, b: int, *, principal: str | Principal | None = None) -> str:
         """Unified diff of the fragment file between versions ``a`` and ``b``."""
@@ -153,6 +160,7 @@ class Fragments(Feature):
         if not reason or not reason.strip():
             raise UserError("a reason is required for every change", param="reason")
         with self.store.transaction():
+            fragment_id = self.resolve(fragment_id)
             current = self.store.get(fragment_id)
             policy.may_write(actor, current, content, principals=self.config.principals).check()
             if base is not None:

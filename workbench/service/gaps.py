@@ -15,7 +15,8 @@ from typing import Callable
 import numpy as np
 
 from .. import policy
-from ..curate.gaps import Gap, GapGroup, GapReport, gap_reason, group_gaps
+from ..curate.gaps import PLACEHOLDER, Gap, GapGroup, GapReport, gap_reason, group_gaps, same_text
+from ..errors import NotFound, UserError
 from ..models import Principal, Scope
 from ..models import utcnow
 from .search import Retrieval
@@ -27,9 +28,10 @@ from .workspace import Feature, Workspace
 class Gaps(Feature):
     """The gap report: what agents asked and did not get."""
 
-    def __init__(self, ws: Workspace, retrieval: Retrieval):
+    def __init__(self, ws: Workspace, retrieval: Retrieval, proposing=None):
         super().__init__(ws)
         self.retrieval = retrieval
+        self.proposing = proposing   # Proposals: a drafted gap is a proposal
 
     def gaps(self, *, days: int = 30, scope: Scope | str | None = None, principal: str | Principal | None = None,
              now: datetime | None = None) -> GapReport:
@@ -43,7 +45,57 @@ class Gaps(Feature):
         since = now - timedelta(days=days)
         found = self.find(since, now, who, within)
         return GapReport(days, since, now, who.name if who else None, str(within) if within else None,
-                         tuple(group_gaps(found, self._encoder())))
+                         tuple(self._open(group_gaps(found, self._encoder()), who)))
+
+    # -- drafts -------------------------------------------------------------------------
+
+    def drafts(self) -> dict[str, object]:
+        """Question key (``same_text``) → the draft answering it (a pending proposal, or the fragment an
+        owner published from it): from the ``draft-gap`` events, which follow a draft's id when accepted."""
+        out: dict[str, object] = {}
+        for event in self.store.events(action="draft-gap"):
+            f = self.store.get(event["fragment_id"]) if event["fragment_id"] else None
+            if f is not None and f.status in ("proposed", "active"):
+                for key in (event["detail"] or {}).get("questions", ()):
+                    out.setdefault(key, f)
+        return out
+
+    def _open(self, groups: list[GapGroup], who: Principal | None) -> list[GapGroup]:
+        """The groups not answered by a draft ``who`` may see (None: the administrator sees every draft)."""
+        drafts = self.drafts()
+        if not drafts:
+            return groups
+        def drafted(g: GapGroup) -> bool:
+            found = [drafts[k] for k in map(same_text, g.examples) if k in drafts]
+            return any(who is None or policy.sees(who, f) for f in found)
+        return [g for g in groups if not drafted(g)]
+
+    def draft_gap(self, question: str, *, principal: str | Principal | None = None, title: str | None = None,
+                  body: str | None = None, scope: Scope | str | None = None, kind: str = "note",
+                  owner: str | None = None, days: int = 30, now: datetime | None = None):
+        """Draft an answer to the open gap asking ``question`` (one of its group's questions) as a
+        proposal awaiting an owner's review: never an active fragment at once, never served or exported
+        until accepted (with its placeholder replaced). ``title``/``body``/``scope`` default to ``draft``'s.
+        Refused (nothing stored) when the question is already drafted, naming the draft."""
+        who = self.principal(principal)
+        now = now or utcnow()
+        key = same_text(question or "")
+        existing = self.drafts().get(key)
+        if existing is not None and policy.sees(who, existing):
+            state = "awaiting review" if existing.status == "proposed" else "published"
+            raise UserError(f"this question is already drafted as {existing.id} ({state}): edit that draft "
+                            "instead of making a second one", param="question")
+        group = next((g for g in self.gaps(days=days, principal=who, now=now).groups
+                      if key in {same_text(e) for e in g.examples}), None)
+        if group is None:
+            raise NotFound(f"no open gap asks {question!r} in your view of the last {days} days", param="question")
+        fields = draft(group, who)
+        made = self.proposing.draft(title or fields["title"], fields["body"] if body is None else body, kind=kind,
+                                    scope=scope or fields["scope"], principal=who, owner=owner, now=now,
+                                    reason=f"drafted from a gap: {group.question[:80]}")
+        self.store.add_event("draft-gap", actor=who.name, fragment_id=made.id,
+                             detail={"questions": sorted({same_text(e) for e in group.examples})})
+        return made
 
     def find(self, since: datetime, until: datetime, who: Principal | None, within: Scope | None = None) -> list[Gap]:
         """The gaps among the calls from ``since`` to ``until`` that ``who`` may read (None: all)."""
@@ -70,6 +122,8 @@ class Gaps(Feature):
         found = self.find(since, until, who)
         if not found:
             return {}
+        drafts = self.drafts()
+        found = [g for g in found if same_text(g.query) not in drafts]   # a drafted question is being answered
         encode = self._encoder()
         principals = self.config.principals
         out = {}
@@ -105,5 +159,5 @@ def draft(group, me=None) -> dict[str, str]:
     times = "once" if group.count == 1 else f"{group.count} times"
     lines = [f"Agents asked this {times} {when} ({who}) and got nothing useful:", ""]
     lines += [f"- {example}" for example in group.examples]
-    lines += ["", "Write the answer here (and remove this note)."]
+    lines += ["", PLACEHOLDER]
     return {"title": title[:200], "body": "\n".join(lines) + "\n", "scope": scope}

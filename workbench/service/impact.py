@@ -187,9 +187,10 @@ class Impact(Feature):
         callers = {}
         for name, who in principals.items():
             mask = index.visible(who)
-            by = index.superseders(mask)
+            by = index.superseders(mask, who)
             callers[name] = maths.Caller(mask=mask, lengths=backend.matrix.lengths, authority=index.authority_for(mask),
-                                         superseded=np.flatnonzero((by >= 0) & mask))
+                                         superseded=np.flatnonzero((by >= 0) & mask),
+                                         retired=np.flatnonzero((by >= len(index.ids)) & mask))
         texts = [q["query"] for q in golden.queries]
         vectors = self._vectors(texts)   # encoded as eval encodes them (one batch), kept as derived data
         carried = _carry(previous, index)
@@ -392,12 +393,13 @@ def _caller_after(index: SearchIndex, before: maths.Caller, e: int, sees: bool, 
         updated = index.updated_s.copy()
         updated[e] = now_s
         by = supersession.superseders(mask, *sup, updated)
-        superseded = np.flatnonzero((by >= 0) & mask)
+        superseded = np.union1d(np.flatnonzero((by >= 0) & mask), before.retired[mask[before.retired]])
     elif mask is not before.mask:
         authority = index.authority_for(mask)
-        by = index.superseders(mask)
-        superseded = np.flatnonzero((by >= 0) & mask)
-    return maths.Caller(mask=mask, lengths=lengths, authority=authority, superseded=superseded)
+        by = supersession.superseders(mask, *index._supersedes, index.updated_s)
+        superseded = np.union1d(np.flatnonzero((by >= 0) & mask), before.retired[mask[before.retired]])
+    return maths.Caller(mask=mask, lengths=lengths, authority=authority, superseded=superseded,
+                        retired=before.retired)
 
 
 def _named(index: SearchIndex, query: str, *callers: maths.Caller) -> frozenset[int]:

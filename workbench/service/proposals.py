@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .. import policy
+from ..curate.gaps import PLACEHOLDER, still_placeholder
 from ..errors import Conflict, NotFound, RateLimited, SecretFound, UserError
 from ..models import PROPOSAL_KINDS, PROPOSAL_STATUSES, Content, Fragment, Principal, Scope
 from ..models import utcnow
@@ -31,6 +32,7 @@ LIST_STATUSES = ("proposed", "rejected", "all")
 WINDOW = timedelta(hours=1)
 MAX_BODY = 50_000           # characters: a proposal is a note, not a document dump
 ID_PREFIX = "prop"
+DRAFT_KINDS = ("note", "runbook", "decision", "policy")   # what a person drafts to answer a question
 
 # "Don't: ...", "**Why:** ...", "## Instead" ... : an anti-pattern's fields written in a body
 _LABELS = {"dont": "dont", "don't": "dont", "do not": "dont", "why": "why", "instead": "instead"}
@@ -128,6 +130,41 @@ class Proposals(Feature):
                                  detail={"kind": kind, "scope": str(where)})
             return self.store.get(fid)
 
+    def draft(self, title: str, body: str, *, kind: str = "note", scope: Scope | str, principal: str | Principal |
+              None = None, owner: str | None = None, reason: str = "drafted", now: datetime | None = None) -> Fragment:
+        """A person's draft of a fragment answering something (a note, runbook, decision or policy: a
+        gap's draft, service/gaps.py): stored as a proposal by ``principal``, never served or exported
+        until a reviewer accepts it, owned by ``owner`` (default: the drafter) in ``scope`` (one it may
+        see). Passes what a proposal passes: the schema, the scope, the secret guard, the hourly limit."""
+        from ..ingest.files import ParsedFragment, content_from_data
+        from ..ingest.importer import check_semantics
+        from ..schemas import validate
+
+        who = self.principal(principal)
+        now = now or utcnow()
+        if kind not in DRAFT_KINDS:
+            raise UserError(f"unknown kind {kind!r} for a draft (valid: {', '.join(DRAFT_KINDS)})", param="kind")
+        if not isinstance(title, str) or not title.strip():
+            raise UserError("a draft needs a title", param="title")
+        if not isinstance(body, str) or not body.strip():
+            raise UserError("a draft needs a body", param="body")
+        if len(body) > MAX_BODY:
+            raise UserError(f"the body is too long ({len(body)} characters, at most {MAX_BODY})", param="body")
+        where = self._target(who, scope)
+        data: dict[str, Any] = {"id": "proposal", "kind": kind, "title": title.strip(),
+                                "scope": {k: v for k, v in where.to_dict().items() if v}, "owner": owner or who.name,
+                                "status": "proposed", "proposed_by": who.name}
+        validate("fragment", data, file="<draft>")
+        content = content_from_data(data, body, file="<draft>")
+        check_semantics(ParsedFragment("proposal", content, None, None, None, "<draft>"), self.config)
+        self._guard(content)
+        with self.store.transaction():
+            self._check_rate(who, now)
+            fid = self._new_id(title)
+            self.fragments.write(fid, content, actor=who, reason=reason)
+            self.store.add_event("propose", actor=who.name, fragment_id=fid, detail={"kind": kind, "scope": str(where)})
+            return self.store.get(fid)
+
     def _target(self, who: Principal, scope: Scope | str | None) -> Scope:
         if scope is None or (isinstance(scope, str) and not scope.strip()):
             if not who.sessions:
@@ -154,7 +191,7 @@ class Proposals(Feature):
 
         while True:
             fid = f"{ID_PREFIX}-{slug(title, 'proposal')}-{secrets.token_hex(3)}"
-            if self.store.get(fid) is None:
+            if self.store.get(fid) is None and self.store.alias_target(fid) is None:
                 return fid
 
     def _guard(self, content: Content) -> None:
@@ -207,6 +244,8 @@ class Proposals(Feature):
                owner: str | None = None, reason: str | None = None, title: str | None = None,
                body: str | None = None, base: int | None = None, now: datetime | None = None) -> Fragment:
         """Accept a proposal: it becomes an active fragment in ``scope`` (default: where it was proposed),
+        with an id by the org's convention (``nw-note-<slug of its title>``; its ``prop-...`` id redirects
+        to it: get, show, history and MCP get by the old id reach it),
         owned by ``owner`` (default: the owner it names when that is not its author, else the reviewer),
         with ``details.review`` = {decision: accepted, by, at[, reason]}. A new ``title`` or ``body`` is
         saved first as an edit by the reviewer, so the history shows propose, edit, accept. ``base``:
@@ -230,6 +269,9 @@ class Proposals(Feature):
             if not new_body and current.kind != "anti-pattern":
                 raise UserError("the body cannot be empty", param="body")
             edited = replace(edited, title=new_title, body=new_body)
+        if still_placeholder(edited.body):
+            raise UserError(f"{fragment_id} is a draft whose answer is not written yet (its body still says "
+                            f"\"{PLACEHOLDER}\"): edit it, or accept it with a new body", param="body")
         review: dict[str, Any] = {"decision": "accepted", "by": who.name, "at": _iso(now)}
         if reason and reason.strip():
             review["reason"] = reason.strip()
@@ -247,9 +289,27 @@ class Proposals(Feature):
                 base = None
             self.fragments.write(fragment_id, accepted, actor=who, base=base,
                                  reason=f"accepted{': ' + review['reason'] if 'reason' in review else ''}")
-            self.store.add_event("accept", actor=who.name, fragment_id=fragment_id,
-                                 detail={"scope": str(where), "owner": keeper, "proposed_by": author})
-            return self.store.get(fragment_id)
+            final = self._conventional_id(current.id, accepted)
+            if final != current.id:   # the prop-... id redirects to it from now on
+                self.store.rename_fragment(current.id, final, now)
+            self.store.add_event("accept", actor=who.name, fragment_id=final,
+                                 detail={"scope": str(where), "owner": keeper, "proposed_by": author,
+                                         "proposal_id": current.id})
+            return self.store.get(final)
+
+    def _conventional_id(self, proposal_id: str, content: Content) -> str:
+        """The id an accepted proposal takes: the org's convention for its kind and title
+        (``nw-note-<slug>``, ``tw-ap-<slug>``: curate/ids.py, as new fragments get), never taken
+        (by a fragment or an old id that redirects)."""
+        from ..curate.ids import ABBREVIATIONS, new_id
+
+        if not proposal_id.startswith(f"{ID_PREFIX}-"):
+            return proposal_id
+        rows = self.store.summaries()  # (id, kind, title, owner, org, ...): light rows, no bodies
+        org = content.scope.org
+        return new_id(content.title, org=org, org_ids=[(r[0], r[1]) for r in rows if r[4] == org],
+                      taken={r[0] for r in rows} | self.store.alias_ids(), kind=content.kind,
+                      abbreviation=ABBREVIATIONS[content.kind])
 
     def _require_base(self, current: Fragment) -> None:
         """Refuse an accept that names no base version when the proposal has more than one: the

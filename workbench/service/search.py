@@ -26,7 +26,7 @@ from ..retrieval import index as search_index
 from ..retrieval.compose import NO_KNOWLEDGE, compose
 from ..retrieval.filters import make_filters
 from ..retrieval.embedder import MODEL_NAME
-from ..retrieval.pipeline import Hit, Ranking, Settings, confidences, hits_from, rank, rerank
+from ..retrieval.pipeline import Hit, Ranking, Settings, confidences, hits_from, rank, rerank, superseded_dict
 from ..models import utcnow
 from . import traces
 from .fragments import Fragments
@@ -195,7 +195,8 @@ class Retrieval(Feature):
                                       "omitted": composed.omitted, "min_confidence": floor, "abstained": abstained})
         note = composed.note if trace_id else "; ".join(filter(None, [composed.note, TRACE_NOT_STORED]))
         return ContextResult(trace_id, query, budget, composed.used, composed.fragments, composed.avoid,
-                             composed.omitted, note, min_confidence=floor, abstained=abstained)
+                             composed.omitted, note, min_confidence=floor, abstained=abstained,
+                             notice=composed.notice)
 
     def confidence_floor(self, min_confidence: float | None = None) -> float:
         """The confidence floor a ``context`` call applies: ``min_confidence`` when given, else
@@ -242,22 +243,29 @@ class Retrieval(Feature):
         who = self.principal(principal)
         index = self.search_index()
         seen = index.visible(who)
-        by = index.superseders(seen)
-        return {index.ids[i]: (index.ids[int(by[i])], int(index.versions[int(by[i])]))
-                for i in np.flatnonzero((by >= 0) & seen)}
+        by = index.superseders(seen, who)
+        return {index.ids[i]: index.superseder_ref(int(by[i])) for i in np.flatnonzero((by >= 0) & seen)}
+
+    def replaced_by(self, fragment_id: str, *, principal: str | Principal | None = None) -> list[str]:
+        """Ids of the fragments the principal sees as superseded by ``fragment_id`` (what archiving
+        it leaves superseded: an archived superseder still supersedes)."""
+        return sorted(old for old, new in self.supersessions(principal).items() if new[0] == fragment_id)
 
     def superseded_by(self, fragment_id: str, *, principal: str | Principal | None = None
-                      ) -> tuple[str, int] | None:
-        """(superseding id, its version) when the principal sees a fragment that supersedes this
-        one, else None. Scope-checked like ``get``."""
+                      ) -> tuple | None:
+        """(superseding id, its version) when the principal sees an active fragment that supersedes
+        this one; else (id, version, "archived") when it sees an archived one that does (what an
+        archived fragment replaced stays replaced); else None. Scope-checked like ``get``."""
         who = self.principal(principal)
-        self.fragments.get(fragment_id, principal=who)
-        newer = [f for f in self.store.fragments(status="active", ids=self.store.superseders(fragment_id))
-                 if f.id != fragment_id and policy.sees(who, f)]
-        if not newer:
-            return None
-        best = min(newer, key=lambda f: (-f.updated_at.timestamp(), f.id))   # as the index names it
-        return best.id, best.version
+        fragment_id = self.fragments.get(fragment_id, principal=who).id
+        found = [f for f in self.store.fragments(ids=self.store.superseders(fragment_id))
+                 if f.id != fragment_id and f.status in ("active", "archived") and policy.sees(who, f)]
+        for status in ("active", "archived"):   # an archived superseder counts when no active one does
+            newer = [f for f in found if f.status == status]
+            if newer:
+                best = min(newer, key=lambda f: (-f.updated_at.timestamp(), f.id))   # as the index names it
+                return (best.id, best.version) if status == "active" else (best.id, best.version, "archived")
+        return None
 
     # -- traces ---------------------------------------------------------------------
 
@@ -337,7 +345,7 @@ def _served(hit: Hit, section: str, text: str | None = None, tokens: int | None 
             "confidence": None if hit.confidence is None else round(hit.confidence, 4),
             "scores": {k: (round(v, 6) if isinstance(v, float) else v) for k, v in hit.scores.items()}}
     if hit.superseded_by:
-        item["superseded_by"] = {"id": hit.superseded_by[0], "version": hit.superseded_by[1]}
+        item["superseded_by"] = superseded_dict(hit.superseded_by)
     if text is not None:
         item.update({"text": text, "tokens": tokens})
     return item

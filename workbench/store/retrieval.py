@@ -124,8 +124,9 @@ class RetrievalQueries:
         return [(a, b) for a, b in rows]
 
     def superseders(self, fragment_id: str) -> list[str]:
-        """Ids of the active fragments that list ``fragment_id`` in ``supersedes``, by id."""
-        rows = self._q("SELECT id FROM fragments WHERE status = 'active' AND list_contains(supersedes, ?) ORDER BY id",
+        """Ids of the active and archived fragments that list ``fragment_id`` in ``supersedes``, by id."""
+        rows = self._q("SELECT id FROM fragments WHERE status IN ('active', 'archived') "
+                       "AND list_contains(supersedes, ?) ORDER BY id",
                        [fragment_id])
         return [r[0] for r in rows]
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import ReadOnly, SchemaTooNew, StoreError
 from . import migrations, upgrade
+from .aliases import AliasQueries
 from .connect import keep_private, open_database, read_only_message
 from .core import _FRAGMENT_COLS, CoreQueries
 from .counts import CountQueries
@@ -31,7 +32,7 @@ from .upkeep_queries import BackupQueries
 
 
 class Store(CoreQueries, RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, OverrideQueries, TokenQueries,
-            ProposalQueries, CountQueries, BackupQueries):
+            ProposalQueries, CountQueries, BackupQueries, AliasQueries):
     """One open workspace database (DuckDB).
 
     ``persisted_fts``: whether the ``duckdb-fts`` lexical backend's index can live here;

@@ -172,7 +172,8 @@ class PgQueries:
     # -- authority and links --------------------------------------------------------------
 
     def superseders(self, fragment_id: str) -> list[str]:
-        rows = self._q("SELECT id FROM fragments WHERE status = 'active' AND ? = ANY(supersedes) ORDER BY id",
+        rows = self._q("SELECT id FROM fragments WHERE status IN ('active', 'archived') AND ? = ANY(supersedes) "
+                       "ORDER BY id",
                        [fragment_id])
         return [r[0] for r in rows]
 

@@ -39,6 +39,7 @@ from typing import Any, Callable, Iterator
 
 from ...errors import ReadOnly, SchemaTooNew, StoreError, StoreUnavailable
 from .. import migrations as common
+from ..aliases import AliasQueries
 from ..core import CoreQueries
 from ..counts import CountQueries
 from ..curation import CurationQueries
@@ -130,7 +131,7 @@ class _Pool:
 
 
 class PgStore(PgQueries, PgUpkeep, CoreQueries, RetrievalQueries, CurationQueries, ExportQueries, OverrideQueries,
-              TokenQueries, ProposalQueries, CountQueries):
+              TokenQueries, ProposalQueries, CountQueries, AliasQueries):
     """One workspace in a PostgreSQL database (``dsn``). ``root``: the workspace folder, where
     caches derived from the database live (the index snapshot), named after the database so two
     databases never share one."""

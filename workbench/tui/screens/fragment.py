@@ -152,7 +152,10 @@ class FragmentScreen(WbScreen):
         meta.append(inert(f.id), "bold")
         meta.append(f"\nv{f.version} · {f.kind} · {f.status}")
         if self.superseded:
-            meta.append(inert(f"\nsuperseded by {self.superseded[0]}@v{self.superseded[1]}: prefer it"), "bold yellow")
+            why = ("(archived): it was replaced, and its replacement is archived: neither is current"
+                   if len(self.superseded) > 2 else ": prefer it")
+            meta.append(inert(f"\nsuperseded by {self.superseded[0]}@v{self.superseded[1]} {why}".replace(" :", ":")),
+                        "bold yellow")
         verified = f"{f.verified_at:%Y-%m-%d}" if f.verified_at else "-"
         lines = [f"scope: {f.scope}", f"owner: {f.owner}", f"updated: {f.updated_at:%Y-%m-%d}",
                  f"verified: {verified}",

@@ -1,8 +1,9 @@
 """Gaps: questions agents asked in the last 30 days that got nothing useful (an abstention, or only
 low-confidence fragments), near-identical ones grouped, most asked first. You see your own calls
-and, as a lead, those made in the scopes you lead. d (or enter) drafts a new fragment answering
-the highlighted group: the new-fragment form opens with the question as its title, the questions
-asked in its body and the group's scope.
+and, as a lead, those made in the scopes you lead. d (or enter) drafts an answer to the highlighted
+group: the form opens with the question as its title, the questions asked in its body and the
+group's scope, and saves a draft (a proposal, served to no one) that an owner publishes from the
+inbox once the answer is written. A drafted question is no longer listed.
 
 The table keeps the question and who asked short; the highlighted group's other phrasings,
 scopes and dates are in the detail lines under it.
@@ -107,12 +108,20 @@ class GapsScreen(WbScreen):
     def action_draft(self) -> None:
         from .new_fragment import NewFragmentScreen
 
-        g = self._group()
+        g = self.__group_to_draft()
         if g is None:
             return
         fields = draft(g, self.me)
-        self.app.push_screen(NewFragmentScreen(**fields, heading="New fragment: answer an unanswered question",
-                                               reason=f"answers a gap: {clip(g.question, 80)}"))
+        self.app.push_screen(NewFragmentScreen(**fields, heading="Draft an answer to an unanswered question",
+                                               reason=f"answers a gap: {clip(g.question, 80)}", gap=g.question))
+
+    def __group_to_draft(self):
+        g = self._group()
+        if g is not None and not hasattr(self.wb, "draft_gap"):   # a team server's RPC offers no drafting yet
+            self.notify("drafting an answer needs the workspace itself (`workbench tui` where it lives), "
+                        "not a team server", severity="warning")
+            return None
+        return g
 
     def commands(self):
         return [("Draft a fragment answering the highlighted question", self.action_draft)]

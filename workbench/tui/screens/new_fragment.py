@@ -1,6 +1,8 @@
 """New fragment: a form for a title, a kind, a scope, an owner and a markdown body, saved as the
 first version of a new fragment (its id follows the org's convention, ``nw-note-<slug>``, chosen
-by the core). The Gaps screen opens it prefilled from an unanswered question; ctrl+s creates.
+by the core). The Gaps screen opens it prefilled from an unanswered question (``gap``): ctrl+s then
+saves a *draft*, a proposal an owner publishes from the inbox once the answer is written (never an
+active fragment at once: Workbench.draft_gap); otherwise ctrl+s creates the fragment.
 
 The body takes the room left; at 80×24 the fields, a few lines of body and Create stay on screen.
 """
@@ -46,8 +48,9 @@ class NewFragmentScreen(WbScreen):
     creating = False  # a create is running: a second ctrl+s must not make a second fragment
 
     def __init__(self, *, title: str = "", body: str = "", scope: str = "", kind: str = "note",
-                 heading: str = "New fragment", reason: str | None = None) -> None:
+                 heading: str = "New fragment", reason: str | None = None, gap: str | None = None) -> None:
         super().__init__()
+        self.gap = gap   # the question a draft answers: saved as a proposal, not a fragment
         self.draft = {"title": title, "body": body, "scope": scope, "kind": kind if kind in KINDS else "note"}
         self.heading = heading
         self.reason = reason
@@ -68,8 +71,9 @@ class NewFragmentScreen(WbScreen):
             yield body
             yield Static("", id="errors", classes="error", markup=False)
             with Horizontal(id="nf-actions"):
-                yield Button("Create fragment", id="create", variant="primary")
-                yield Static("^s creates it · esc leaves, saving nothing", classes="hint")
+                yield Button("Save draft" if self.gap else "Create fragment", id="create", variant="primary")
+                yield Static("^s saves a draft for an owner to publish (inbox) · esc leaves, saving nothing"
+                             if self.gap else "^s creates it · esc leaves, saving nothing", classes="hint")
 
     def _field(self, name: str, label: str, hint: str) -> Input:
         field = Input(self.draft.get(name, ""), placeholder=hint, id=f"nf-{name}")
@@ -118,6 +122,21 @@ class NewFragmentScreen(WbScreen):
         def failed(e: WorkbenchError) -> None:
             self.creating = False
             errors.update(plain(e))
+
+        if self.gap:
+            def drafted(f) -> None:
+                self.creating = False
+                self.notify(f"drafted {f.id}: a proposal, served to no one until an owner writes the answer and "
+                            "accepts it (inbox, i)")
+                self.app.pop_screen()
+                reload = getattr(self.app.screen, "reload", None)
+                if reload is not None:   # the gaps screen: the drafted question is no longer open
+                    reload()
+            self.app.submit(self.wb.draft_gap, self.gap, title=values["title"], body=values["body"],
+                            kind=values["kind"], scope=values["scope"], owner=values["owner"] or None,
+                            principal=self.me, now=self.app.now, done=drafted, failed=failed,
+                            label="saving the draft…", write=True)
+            return
         self.app.submit(self.wb.add_fragment, title=values["title"], body=values["body"], kind=values["kind"],
                         scope=values["scope"], owner=values["owner"] or None, actor=self.me, reason=self.reason,
                         done=created, failed=failed, label="creating the fragment…", write=True)
