@@ -276,8 +276,9 @@ def ingest_files(store: Store, config: WorkspaceConfig, paths: Iterable[str | Pa
     unverified: set[str] = set()
     moved: dict[str, str] = {}
     hashes = {row[2]: row[3] for row in file_rows}
+    taken = {p.id: hashes.get(p.id) or p.content.content_hash() for p in parsed}   # stdin has no file row
     older = {p.id: frozenset(v.content_hash for v in store.versions(p.id)) for p in parsed  # rare: no base
-             if p.id in known and p.id not in bases and known[p.id][0] != hashes[p.id]}
+             if p.id in known and p.id not in bases and known[p.id][0] != taken[p.id]}
     writes, newly_verified = plan_writes(parsed, known, report, now=now, actor=actor.name, reason=reason,
                                          authorize=authorizer(actor, currents, config.principals),
                                          ignored=unverified, hashes=hashes, bases=bases, resolve=resolve,
