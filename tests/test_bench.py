@@ -71,8 +71,10 @@ def load(name: str, folder: Path = BENCHMARKS):
 
 
 @pytest.mark.slow
-def test_bench_run_reports_the_documented_fields(tmp_path, monkeypatch, capsys):
-    """One small run with one busy process: every figure idle and busy, and the busy loop gone after."""
+@pytest.mark.parametrize("busy", [pytest.param(0, id="idle"), pytest.param(1, id="busy", marks=pytest.mark.deep)])
+def test_bench_run_reports_the_documented_fields(tmp_path, monkeypatch, capsys, busy):
+    """One small run, idle (make test) and with one busy process (make test-deep, twice as long): every
+    figure, idle and busy, and the busy loop gone after."""
     bench = load("bench")
     busy_mod = bench._sibling("busy")
     real, started = busy_mod.busy, []
@@ -87,7 +89,7 @@ def test_bench_run_reports_the_documented_fields(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(busy_mod, "busy", watched)
     said: list[str] = []
     data = bench.run(60, queries=3, workdir=tmp_path / "bench", progress=said.append, tui_runs=1, idle_s=1.0,
-                     busy=1, cold_runs=1, corpus_texts=16)
+                     busy=busy, cold_runs=1, corpus_texts=16)
     assert {"fragments", "search_ms", "stages_ms", "baseline_search_ms", "speedup_p50", "ingest_fragments_per_s",
             "peak_rss_mb"} <= set(data)
     assert set(data["stages_ms"]) == {"embed", "lexical", "dense", "fusion", "compose"}
@@ -108,25 +110,34 @@ def test_bench_run_reports_the_documented_fields(tmp_path, monkeypatch, capsys):
         assert 0 < cold[name]["min_s"] <= cold[name]["median_s"] <= cold[name]["max_s"] and cold[name]["runs"] == 1
         assert 50 < cold[name]["peak_rss_mb"] < data["peak_rss_mb"], cold[name]  # the child's, not ours
     assert "--as marco.bianchi" in cold["sample"]["command"] and "--as agent" in cold["synthetic"]["command"]
-    assert data["busy_processes"] == 1 and len(started) == 6  # queries, baseline, embedding, TUI, cold CLI, lived
+    assert data["busy_processes"] == busy and len(started) == 6 * busy  # queries, baseline, embedding, TUI, cold
     lived = data["long_lived"]  # benchmarks/long_lived.py's child process on the same workspace
     assert "error" not in lived, lived
     assert lived["fragments"] == 60 and lived["edit_visible_ms"]["median"] > 0 and lived["open_and_first_search_s"] > 0
     assert 50 < lived["rss_mb"]["first_search"] <= lived["peak_rss_mb"] < data["peak_rss_mb_end"]  # its own
-    busy = data["busy"]
-    assert set(busy) == {"search_ms", "stages_ms", "baseline_search_ms", "baseline_stages_ms", "speedup_p50",
-                         "query_embed_ms", "tui_first_paint_s", "cold_cli", "long_lived"}
-    assert busy["search_ms"]["p50"] > 0 and busy["query_embed_ms"]["torch"]["p50"] > 0
-    assert busy["cold_cli"]["sample"]["median_s"] > 0 and "error" not in busy["tui_first_paint_s"]["flow"]
-    assert not [pid for pid in started if busy_loop(pid)] and not busy_loops_of(os.getpid())
+    if busy:
+        _busy_figures(data, started)
+    else:
+        assert data.get("busy") is None   # no busy phase asked for
     assert data["machine"]["cpus"] >= 1 and len(data["machine"]["load_avg_start"]) == 3
     json.dumps(data)  # the documented contract is JSON
     from workbench.cli.bench_command import print_result
 
     print_result(data)
     shown = capsys.readouterr().out
-    assert "busy p50" in shown and "cold search (s)" in shown and "query embedding (ms)" in shown
-    assert "TUI first paint (1 busy)" in shown and "long-lived process (1 busy): open + first search" in shown
+    assert "cold search (s)" in shown and "query embedding (ms)" in shown
+    if busy:
+        assert "busy p50" in shown
+        assert "TUI first paint (1 busy)" in shown and "long-lived process (1 busy): open + first search" in shown
+
+
+def _busy_figures(data, started):
+    busy = data["busy"]
+    assert set(busy) == {"search_ms", "stages_ms", "baseline_search_ms", "baseline_stages_ms", "speedup_p50",
+                         "query_embed_ms", "tui_first_paint_s", "cold_cli", "long_lived"}
+    assert busy["search_ms"]["p50"] > 0 and busy["query_embed_ms"]["torch"]["p50"] > 0
+    assert busy["cold_cli"]["sample"]["median_s"] > 0 and "error" not in busy["tui_first_paint_s"]["flow"]
+    assert not [pid for pid in started if busy_loop(pid)] and not busy_loops_of(os.getpid())
 
 
 def test_synthetic_fragments_are_valid_and_scoped(tmp_path):
