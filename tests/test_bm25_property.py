@@ -120,6 +120,7 @@ def test_bm25_scores_and_rankings_equal_bm25s(case):
 
 
 @pytest.mark.slow
+@pytest.mark.deep   # make test runs the 200-example variant above
 @settings(max_examples=2000, deadline=None)
 @given(cases())
 def test_bm25_scores_and_rankings_equal_bm25s_many(case):

@@ -206,6 +206,7 @@ async def _generated(hostile_ws, texts: list[str]) -> None:
             await Visit(app, pilot).every_screen(ids)
 
 
+@pytest.mark.deep   # make test shows the red team's literal text on every screen (above)
 @settings(max_examples=1, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(texts=st.lists(hostile_line(), min_size=3, max_size=3))
 async def test_generated_hostile_text_is_inert_on_every_screen(hostile_ws, texts):
