@@ -6,6 +6,7 @@ import click
 
 from .options import (id_argument, INT, MultiValueOption, PRINCIPAL_DEFAULT, as_option, command, group, json_option,
                       open_workbench, scope_option, values)
+from .commands import base_option
 from .render import emit_json, table
 
 
@@ -107,6 +108,47 @@ def antipattern_add(title, dont, why, instead, evidence, scope, principal, owner
 
 
 antipattern.add_command(antipattern_add)
+
+
+@command("edit", "Change an anti-pattern's fields (don't / why / instead / evidence, title, tags): a new version, "
+         "the rest kept, showing which golden queries it changes.",
+         "workbench antipattern edit nw-ap-retry-without-idempotency-key --why 'double refunds (INC-2745)'\n"
+         "  --evidence INC-2745 INC-3001 --reason 'cite the refund incident' --base 1 --as marco.bianchi")
+@id_argument()
+@click.option("--title", help="the new title")
+@click.option("--dont", help="what not to do")
+@click.option("--why", help="why not (the harm it causes)")
+@click.option("--instead", help="what to do instead")
+@click.option("--evidence", cls=MultiValueOption, metavar="REF...",
+              help="the whole new evidence list: incidents, fragment ids or URLs (space- or comma-separated, or "
+                   "repeated; '' empties it)")
+@click.option("--tags", cls=MultiValueOption, metavar="TAG...", help="the whole new tag list ('' empties it)")
+@click.option("--reason", required=True, help="why this change (required)")
+@base_option()
+@click.option("--allow-secret", is_flag=True,
+              help="store the change even if it contains a credential (the override is recorded)")
+@as_option(required=True)
+@json_option()
+def antipattern_edit(id, title, dont, why, instead, evidence, tags, reason, base, allow_secret, principal, as_json):
+    from ..errors import UserError
+
+    given = {"title": title, "dont": dont, "why": why, "instead": instead}
+    fields: dict = {k: v for k, v in given.items() if v is not None}
+    fields.update({k: list(v) for k, v in (("evidence", evidence), ("tags", tags)) if v})
+    if not fields:
+        raise UserError("nothing to change: give --dont, --why, --instead, --evidence, --title or --tags")
+    with open_workbench() as wb:
+        saved = wb.edit_with_impact(id, reason=reason, actor=principal, base=base, allow_secret=allow_secret,
+                                    fields=fields, file="(antipattern edit)")
+    if as_json:
+        emit_json(saved.to_dict())
+        return
+    print(f"{saved.fragment.id} is now at version {saved.fragment.version}")
+    for line in saved.impact.lines():
+        print(line)
+
+
+antipattern.add_command(antipattern_edit)
 
 
 @command("graph", "Citation authority: fragments by PageRank over links and source references.",

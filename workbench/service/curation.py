@@ -12,6 +12,7 @@ from ..ingest.files import parse_timestamp
 from ..models import Content, Fragment, Principal, Scope
 from ..models import utcnow
 from .fragments import Fragments
+from .lists import evidence_list, tag_list
 from .search import Retrieval
 from ..curate.gaps import PLACEHOLDER, still_placeholder
 from ..curate.ids import ABBREVIATIONS
@@ -232,10 +233,11 @@ class Curation(Feature):
         data = {"id": fid, "kind": "anti-pattern", "title": title,
                 "scope": {k: v for k, v in where.to_dict().items() if v}, "owner": owner or who.name,
                 "dont": dont, "why": why, "instead": instead}
+        evidence, tags = evidence_list(evidence), tag_list(tags)   # typed lists: split, trimmed, no repeats
         if evidence:
-            data["evidence"] = list(evidence)
+            data["evidence"] = evidence
         if tags:
-            data["tags"] = list(tags)
+            data["tags"] = tags
         validate("fragment", data, file="<antipattern>")
         content = content_from_data(data, body, file="<antipattern>")
         check_semantics(ParsedFragment(fid, content, None, None, None, "<antipattern>"), self.config)
@@ -284,8 +286,9 @@ class Curation(Feature):
             raise UserError(f"a fragment with id {fid!r} already exists: choose another id", param="fragment_id")
         data = {"id": fid, "kind": kind, "title": title.strip(),
                 "scope": {k: v for k, v in where.to_dict().items() if v}, "owner": owner or who.name}
+        tags = tag_list(tags)
         if tags:
-            data["tags"] = list(tags)
+            data["tags"] = tags
         validate("fragment", data, file="<new fragment>")
         content = content_from_data(data, body, file="<new fragment>")
         check_semantics(ParsedFragment(fid, content, None, None, None, "<new fragment>"), self.config)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import replace
+from typing import Any
 
 from .. import policy
 from ..errors import Conflict, NotFound, UserError, ValidationError
@@ -12,6 +13,7 @@ from ..ingest.files import normalise_body, parse_fragment, render_fragment
 from ..ingest.importer import check_semantics, guard_secrets
 from ..models import PROPOSAL_STATUSES, Content, Fragment, Principal, Scope, Version
 from ..models import utcnow
+from .structured import edited_fields
 from .workspace import Feature
 
 
@@ -187,42 +189,51 @@ class Fragments(Feature):
                        f"nothing saved. See `workbench diff {fragment_id} {base} {current.version}`, then reapply "
                        "your change to the latest version")
 
-    def edit(self, fragment_id: str, text: str, *, reason: str, actor: str | Principal | None = None,
-             file: str = "<edit>", allow_secret: bool = False, base: int | None = None) -> Fragment:
-        """Replace the body (plain markdown) or the whole fragment (front matter + body). ``base`` is
-        the version the change was made from: when the fragment has moved on since, nothing is saved
-        and ``Conflict`` names who changed it."""
+    def edit(self, fragment_id: str, text: str | None = None, *, reason: str, actor: str | Principal | None = None,
+             file: str = "<edit>", allow_secret: bool = False, base: int | None = None,
+             fields: dict[str, Any] | None = None) -> Fragment:
+        """Replace the body (plain markdown) or the whole fragment (front matter + body); or, with
+        ``fields``, the fields named there (an anti-pattern's don't / why / instead / evidence, a
+        title, tags: ``EDIT_FIELDS``), keeping the rest (and the body, unless ``text`` is a body too).
+        ``base`` is the version the change was made from: when the fragment has moved on since,
+        nothing is saved and ``Conflict`` names who changed it."""
         who = self.principal(actor)
         current = self.get(fragment_id, principal=who)
         if not reason or not reason.strip():
             raise UserError("a reason is required for every change", param="reason")
         if base is not None and (isinstance(base, bool) or not isinstance(base, int)):
             raise UserError(f"the base must be a version number, not {base!r}", param="base")
-        content, overrides = self._edited(current, text, file=file, allow_secret=allow_secret)
+        content, overrides = self._edited(current, text, file=file, allow_secret=allow_secret, fields=fields)
         return self.write(fragment_id, content, actor=who, reason=reason, base=base, overrides=overrides)
 
-    def preview(self, fragment_id: str, text: str, *, actor: str | Principal | None = None, file: str = "<edit>",
-                allow_secret: bool = False, base: int | None = None) -> tuple[Principal, Fragment, Content]:
-        """(the actor, the fragment now, the content) that ``edit`` would save from ``text``, checked as
-        ``edit`` checks it (visibility, the base version, validation, the secret guard, the actor's right
-        to write it, a real change), without writing anything or asking for a reason."""
+    def preview(self, fragment_id: str, text: str | None = None, *, actor: str | Principal | None = None,
+                file: str = "<edit>", allow_secret: bool = False, base: int | None = None,
+                fields: dict[str, Any] | None = None) -> tuple[Principal, Fragment, Content]:
+        """(the actor, the fragment now, the content) that ``edit`` would save from ``text`` (and
+        ``fields``), checked as ``edit`` checks it (visibility, the base version, validation, the secret
+        guard, the actor's right to write it, a real change), without writing anything or asking for a reason."""
         who = self.principal(actor)
         current = self.get(fragment_id, principal=who)
         if base is not None:
             if isinstance(base, bool) or not isinstance(base, int):
                 raise UserError(f"the base must be a version number, not {base!r}", param="base")
             self.check_base(fragment_id, current, base)
-        content, _ = self._edited(current, text, file=file, allow_secret=allow_secret)
+        content, _ = self._edited(current, text, file=file, allow_secret=allow_secret, fields=fields)
         policy.may_write(who, current, content, principals=self.config.principals).check()
         if content.content_hash() == current.content_hash:
             raise UserError(f"no change: {fragment_id} already has this content (v{current.version})")
         return who, current, content
 
-    def _edited(self, current: Fragment, text: str, *, file: str, allow_secret: bool
-                ) -> tuple[Content, list[dict[str, str]]]:
-        """The content an edit's ``text`` (a body, or a whole fragment file) makes of ``current``, and
-        the secret guard's overrides (raises on invalid text, or a credential not allowed)."""
-        if text.lstrip("\ufeff").startswith("---"):
+    def _edited(self, current: Fragment, text: str | None, *, file: str, allow_secret: bool,
+                fields: dict[str, Any] | None = None) -> tuple[Content, list[dict[str, str]]]:
+        """The content an edit's ``text`` (a body, or a whole fragment file) and ``fields`` make of
+        ``current``, and the secret guard's overrides (raises on invalid text, or a credential not allowed)."""
+        if fields is not None:
+            content = edited_fields(current, text, fields, file=file, config=self.config)
+        elif not isinstance(text, str):
+            raise UserError("nothing to change: give the new text (a body or a whole fragment file) or the fields "
+                            "to change", param="text")
+        elif text.lstrip("\ufeff").startswith("---"):
             parsed = parse_fragment(text, file=file, default_id=current.id)
             if parsed.id != current.id:
                 raise ValidationError(f"id {parsed.id!r} does not match {current.id!r}", file=file, field="id")

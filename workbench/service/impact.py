@@ -84,10 +84,10 @@ class Impact(Feature):
         self._golden: _Golden | None = None
         self._state: _State | None = None
 
-    def edit_impact(self, fragment_id: str, text: str, *, actor: str | Principal | None = None,
+    def edit_impact(self, fragment_id: str, text: str | None = None, *, actor: str | Principal | None = None,
                     golden: str | Path | None = None, k: int = 10, file: str = "<edit>",
-                    allow_secret: bool = False, base: int | None = None, now: datetime | None = None
-                    ) -> ImpactReport:
+                    allow_secret: bool = False, base: int | None = None, now: datetime | None = None,
+                    fields: dict[str, Any] | None = None) -> ImpactReport:
         """What saving ``text`` as the new version of ``fragment_id`` (as ``edit`` takes it: a body
         or a whole fragment file) would do to the golden queries that touch it: per query, the
         fragment's rank before and after (within the top ``k``), the top 3 before and after, and
@@ -95,10 +95,11 @@ class Impact(Feature):
         derived data the save then reuses). The edit is checked as ``edit`` checks it; ``base``, as
         for ``edit``: when the fragment moved on since that version, ``Conflict``. ``golden``: a
         golden file (an error when it cannot be run); default the workspace's
-        (``Evaluation.golden_path``), whose problems are only the report's ``note``."""
+        (``Evaluation.golden_path``), whose problems are only the report's ``note``. ``fields``: a
+        structured edit, as ``edit`` takes it (an anti-pattern's don't / why / instead / evidence)."""
         started = time.perf_counter()
         who, current, content = self.fragments.preview(fragment_id, text, actor=actor, file=file,
-                                                       allow_secret=allow_secret, base=base)
+                                                       allow_secret=allow_secret, base=base, fields=fields)
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
             raise UserError(f"k must be a whole number from 1 to {MAX_K} (got {k!r})", param="k")
         checked = time.perf_counter()
@@ -115,9 +116,10 @@ class Impact(Feature):
             # the workspace's cannot: said, and the edit goes on
             return ImpactReport(current.id, str(path), k, note=f"impact not computed: {e.message}")
 
-    def edit_with_impact(self, fragment_id: str, text: str, *, reason: str, actor: str | Principal | None = None,
-                         file: str = "<edit>", allow_secret: bool = False, base: int | None = None,
-                         golden: str | Path | None = None, k: int = 10) -> SavedEdit:
+    def edit_with_impact(self, fragment_id: str, text: str | None = None, *, reason: str,
+                         actor: str | Principal | None = None, file: str = "<edit>", allow_secret: bool = False,
+                         base: int | None = None, golden: str | Path | None = None, k: int = 10,
+                         fields: dict[str, Any] | None = None) -> SavedEdit:
         """``edit``, with its ``edit_impact`` computed just before the save (against the index the
         edit changes). Nothing is saved when the edit is refused; the impact never refuses it."""
         self.fragments.get(fragment_id, principal=actor)   # an unknown fragment is said first, as edit says it
@@ -125,9 +127,9 @@ class Impact(Feature):
             raise UserError("a reason is required for every change", param="reason")
         self.store.require_writable()   # a read-only workspace refuses before any ranking is done
         impact = self.edit_impact(fragment_id, text, actor=actor, golden=golden, k=k, file=file,
-                                  allow_secret=allow_secret, base=base)
+                                  allow_secret=allow_secret, base=base, fields=fields)
         saved = self.fragments.edit(fragment_id, text, reason=reason, actor=actor, file=file,
-                                    allow_secret=allow_secret, base=base)
+                                    allow_secret=allow_secret, base=base, fields=fields)
         return SavedEdit(saved, impact)
 
     def warm(self, golden: str | Path | None = None) -> int:

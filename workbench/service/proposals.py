@@ -26,6 +26,7 @@ from ..errors import Conflict, NotFound, RateLimited, SecretFound, UserError
 from ..models import PROPOSAL_KINDS, PROPOSAL_STATUSES, Content, Fragment, Principal, Scope
 from ..models import utcnow
 from .fragments import Fragments
+from .lists import tag_list
 from .workspace import Feature, Workspace
 
 LIST_STATUSES = ("proposed", "rejected", "all")
@@ -116,8 +117,9 @@ class Proposals(Feature):
             raise UserError("Don't, Why and Instead belong to anti-patterns only", param="kind")
         elif not body.strip():
             raise UserError("a proposal needs a body", param="body")
+        tags = tag_list(tags)
         if tags:
-            data["tags"] = list(dict.fromkeys(tags))
+            data["tags"] = tags
         validate("fragment", data, file="<proposal>")
         content = content_from_data(data, text, file="<proposal>")
         check_semantics(ParsedFragment("proposal", content, None, None, None, "<proposal>"), self.config)
