@@ -354,7 +354,7 @@ class WorkbenchApp(App):
         return isinstance(screen.focused, (Input, TextArea, Button))
 
     def action_quit(self) -> None:
-        """Quit at once, unless an editor holds unsaved text: then ask first."""
+        """Quit at once, unless an editor or a form holds unsaved text: then ask first."""
         editors = [s for s in self.screen_stack if getattr(s, "unsaved_text", lambda: False)()]
         if not editors:
             self.quit_now()
@@ -364,8 +364,9 @@ class WorkbenchApp(App):
         def answered(discard: bool | None) -> None:
             if discard:
                 self.quit_now()
-        self.push_screen(DiscardScreen(f"your unsaved edit of {editors[-1].fragment_id}", leaving="Quitting"),
-                         answered)
+        last = editors[-1]
+        what = last.discard_what() if hasattr(last, "discard_what") else f"your unsaved edit of {last.fragment_id}"
+        self.push_screen(DiscardScreen(what, leaving="Quitting"), answered)
 
     def action_quit_anywhere(self) -> None:
         self.action_quit()

@@ -16,6 +16,7 @@ from ...errors import WorkbenchError
 from ..messages import plain
 from ..plain import Input, Static
 from .base import WbScreen
+from .keepwork import KeepsWork
 
 # (field, label, placeholder)
 FIELDS = (("title", "Title", "a short name for the mistake"),
@@ -27,7 +28,7 @@ FIELDS = (("title", "Title", "a short name for the mistake"),
 REQUIRED = ("title", "dont", "why", "instead", "scope")
 
 
-class AntiPatternScreen(WbScreen):
+class AntiPatternScreen(KeepsWork, WbScreen):
     """New anti-pattern: don't / why / instead; ctrl+s creates it."""
 
     FORM = True
@@ -48,6 +49,7 @@ class AntiPatternScreen(WbScreen):
     ]
 
     creating = False  # a create is running: a second ctrl+s must not make a second fragment
+    DISCARD_WHAT = "the anti-pattern you typed"
 
     def body(self) -> ComposeResult:
         yield Static("New anti-pattern: negative context for agents", classes="pane-title")
@@ -60,7 +62,7 @@ class AntiPatternScreen(WbScreen):
             yield Static("", id="errors", classes="error", markup=False)
             with Horizontal(id="ap-actions"):
                 yield Button("Create anti-pattern", id="create", variant="primary")
-                yield Static("^s creates it · esc leaves, saving nothing", classes="hint")
+                yield Static("^s creates it · esc leaves (asking first if you typed)", classes="hint")
 
     @staticmethod
     def _field(name: str, label: str, hint: str) -> Input:
@@ -107,4 +109,4 @@ class AntiPatternScreen(WbScreen):
                         label="creating the anti-pattern…", write=True)
 
     def action_back(self) -> None:
-        self.app.pop_screen()
+        self.leave(self.app.pop_screen)

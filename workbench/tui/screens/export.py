@@ -21,6 +21,7 @@ from ...errors import UserError, WorkbenchError
 from ..messages import plain
 from ..plain import Input, Select, Static, TextArea
 from .base import WbScreen
+from .keepwork import KeepsWork
 
 FORMATS = [("AGENTS.md", "agents-md"), ("CLAUDE.md", "claude-md"), ("Cursor rules (.mdc)", "cursor-rules"),
            ("llms.txt", "llms-txt"), ("bundle (a set)", "bundle"), ("fragment files", "fragment-files")]
@@ -89,7 +90,7 @@ def folder_holds(folder: Path, show: int = 4) -> list[str] | None:
         return None
 
 
-class ExportScreen(WbScreen):
+class ExportScreen(KeepsWork, WbScreen):
     """Export: preview and write agent files, fragment files or a bundle."""
 
     FORM = True
@@ -228,6 +229,7 @@ class ExportScreen(WbScreen):
         def done(message: str) -> None:
             self.app.end_job(message)
             self.query_one("#export-summary", Static).update(message)
+            self.remember_fields()   # written: leaving loses nothing now
 
         def failed(e: WorkbenchError) -> None:
             self.app.end_job()
@@ -238,4 +240,4 @@ class ExportScreen(WbScreen):
         self.app.submit(job, self.app.job_progress, done=done, failed=failed, write=True)
 
     def action_back(self) -> None:
-        self.app.pop_screen()
+        self.leave(self.app.pop_screen)

@@ -19,11 +19,12 @@ from ...errors import WorkbenchError
 from ..messages import plain
 from ..plain import Input, Select, Static, TextArea
 from .base import WbScreen
+from .keepwork import KeepsWork
 
 KINDS = ("note", "runbook", "decision", "policy")   # what answers a question (anti-patterns have their own form)
 
 
-class NewFragmentScreen(WbScreen):
+class NewFragmentScreen(KeepsWork, WbScreen):
     """New fragment: title, kind, scope, owner and body; ctrl+s creates it."""
 
     FORM = True
@@ -72,8 +73,8 @@ class NewFragmentScreen(WbScreen):
             yield Static("", id="errors", classes="error", markup=False)
             with Horizontal(id="nf-actions"):
                 yield Button("Save draft" if self.gap else "Create fragment", id="create", variant="primary")
-                yield Static("^s saves a draft for an owner to publish (inbox) · esc leaves, saving nothing"
-                             if self.gap else "^s creates it · esc leaves, saving nothing", classes="hint")
+                yield Static("^s saves a draft for an owner to publish (inbox) · esc leaves (asking first if you typed)"
+                             if self.gap else "^s creates it · esc leaves (asking first if you typed)", classes="hint")
 
     def _field(self, name: str, label: str, hint: str) -> Input:
         field = Input(self.draft.get(name, ""), placeholder=hint, id=f"nf-{name}")
@@ -141,5 +142,8 @@ class NewFragmentScreen(WbScreen):
                         scope=values["scope"], owner=values["owner"] or None, actor=self.me, reason=self.reason,
                         done=created, failed=failed, label="creating the fragment…", write=True)
 
+    def discard_what(self) -> str:
+        return "your draft" if self.gap else "the fragment you typed"
+
     def action_back(self) -> None:
-        self.app.pop_screen()
+        self.leave(self.app.pop_screen)

@@ -3,7 +3,8 @@ reason) and snooze (days).
 
 They only ask, and check what was typed in the TUI's words (a date after today, a whole number
 of days); the caller makes the change through ``app.submit``. Each dismisses with its answer,
-or None when cancelled (escape or the Cancel button).
+or None when cancelled (escape or the Cancel button, asking first when something was typed:
+keepwork.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from textual.widgets import Button, Footer
 from ...models import Scope
 from ...service.staleness import MAX_DAYS
 from ..plain import Input, Label, Select, Static
+from .keepwork import KeepsWork
 
 _CSS = """
 NAME { align: center middle; }
@@ -74,7 +76,7 @@ def _scope_options(scopes: list[Scope]) -> list[tuple[str, str]]:
     return [(str(s), str(s)) for s in scopes]
 
 
-class PinDialog(ModalScreen[PinRequest | None]):
+class PinDialog(KeepsWork, ModalScreen[PinRequest | None]):
     """Pin a fragment in one of the scopes you lead, optionally until a date."""
 
     DEFAULT_CSS = _CSS.replace("NAME", "PinDialog")
@@ -125,10 +127,10 @@ class PinDialog(ModalScreen[PinRequest | None]):
 
     @on(Button.Pressed, "#pin-dialog-cancel-button")
     def action_cancel(self) -> None:
-        self.dismiss(None)
+        self.leave(lambda: self.dismiss(None))
 
 
-class UnpinDialog(ModalScreen[UnpinRequest | None]):
+class UnpinDialog(KeepsWork, ModalScreen[UnpinRequest | None]):
     """Unpin a fragment from one of the scopes you lead where it is pinned."""
 
     DEFAULT_CSS = _CSS.replace("NAME", "UnpinDialog")
@@ -168,10 +170,10 @@ class UnpinDialog(ModalScreen[UnpinRequest | None]):
 
     @on(Button.Pressed, "#unpin-dialog-cancel-button")
     def action_cancel(self) -> None:
-        self.dismiss(None)
+        self.leave(lambda: self.dismiss(None))
 
 
-class SnoozeDialog(ModalScreen[int | None]):
+class SnoozeDialog(KeepsWork, ModalScreen[int | None]):
     """Snooze a fragment: keep it off the stale list for a number of days."""
 
     DEFAULT_CSS = _CSS.replace("NAME", "SnoozeDialog")
@@ -214,4 +216,4 @@ class SnoozeDialog(ModalScreen[int | None]):
 
     @on(Button.Pressed, "#snooze-dialog-cancel-button")
     def action_cancel(self) -> None:
-        self.dismiss(None)
+        self.leave(lambda: self.dismiss(None))

@@ -20,6 +20,7 @@ from ...errors import WorkbenchError
 from ..messages import plain
 from ..plain import DataTable, Input, Select, Static, TextArea, plain_title
 from .base import WbScreen
+from .keepwork import KeepsWork
 
 ID_WIDTH, TITLE_WIDTH = 26, 32
 
@@ -48,7 +49,7 @@ def parse_until(text: str, now: datetime) -> datetime | str | None:
     return day
 
 
-class PinsScreen(WbScreen):
+class PinsScreen(KeepsWork, WbScreen):
     """Pins: the pins in the scopes you lead; pin by id or title, unpin with u."""
 
     FORM = True
@@ -251,4 +252,4 @@ class PinsScreen(WbScreen):
         return [("Unpin the highlighted pin", self.action_unpin)]
 
     def action_back(self) -> None:
-        self.app.pop_screen()
+        self.leave(self.app.pop_screen)

@@ -1,7 +1,7 @@
 """Small modal questions: a one-line prompt (label and input) and a yes / no confirmation.
 
 Both fit at 80 columns (90% of the width, at most 70) and only ask: the caller decides what
-the answer means. Escape is always the safe answer (nothing typed, or "no").
+the answer means. Escape is always the safe answer (nothing typed, or "no"; a prompt holding typed text asks first).
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer
 
 from ..plain import Input, Label
+from .keepwork import KeepsWork
 
 
-class PromptScreen(ModalScreen[str | None]):
+class PromptScreen(KeepsWork, ModalScreen[str | None]):
     """Dismisses with the text typed (stripped), or None when empty or cancelled."""
 
     DEFAULT_CSS = """
@@ -42,7 +43,7 @@ class PromptScreen(ModalScreen[str | None]):
         self.dismiss(event.value.strip() or None)
 
     def action_cancel(self) -> None:
-        self.dismiss(None)
+        self.leave(lambda: self.dismiss(None))
 
 
 class ConfirmScreen(ModalScreen[bool]):

@@ -17,9 +17,10 @@ from textual.widgets import Button, Footer
 
 from ..plain import Input, Label, Static
 from .conflict import coloured_diff
+from .keepwork import KeepsWork
 
 
-class RevertScreen(ModalScreen[str | None]):
+class RevertScreen(KeepsWork, ModalScreen[str | None]):
     """Dismisses with the reason (revert) or None (cancel: nothing is written)."""
 
     DEFAULT_CSS = """
@@ -81,4 +82,4 @@ class RevertScreen(ModalScreen[str | None]):
 
     @on(Button.Pressed, "#revert-cancel-button")
     def action_cancel(self) -> None:
-        self.dismiss(None)
+        self.leave(lambda: self.dismiss(None))

@@ -19,6 +19,7 @@ from textual.widgets import Button, Footer
 from ...errors import WorkbenchError
 from ...models import Scope
 from ..plain import Input, Label, Static
+from .keepwork import KeepsWork
 from .pin_dialog import _CSS
 
 
@@ -35,7 +36,7 @@ def default_owner(fragment, me: str) -> str:
     return fragment.owner if fragment.owner != author else me
 
 
-class AcceptDialog(ModalScreen[AcceptRequest | None]):
+class AcceptDialog(KeepsWork, ModalScreen[AcceptRequest | None]):
     """Accept a proposal into a scope, with an owner (both prefilled: where it was proposed, and you)."""
 
     DEFAULT_CSS = _CSS.replace("NAME", "AcceptDialog")
@@ -92,4 +93,4 @@ class AcceptDialog(ModalScreen[AcceptRequest | None]):
 
     @on(Button.Pressed, "#accept-dialog-cancel-button")
     def action_cancel(self) -> None:
-        self.dismiss(None)
+        self.leave(lambda: self.dismiss(None))
