@@ -72,7 +72,8 @@ class Gaps(Feature):
 
     def draft_gap(self, question: str, *, principal: str | Principal | None = None, title: str | None = None,
                   body: str | None = None, scope: Scope | str | None = None, kind: str = "note",
-                  owner: str | None = None, days: int = 30, now: datetime | None = None):
+                  owner: str | None = None, days: int = 30, now: datetime | None = None,
+                  tags: list[str] | str | None = None):
         """Draft an answer to the open gap asking ``question`` (one of its group's questions) as a
         proposal awaiting an owner's review: never an active fragment at once, never served or exported
         until accepted (with its placeholder replaced). ``title``/``body``/``scope`` default to ``draft``'s.
@@ -92,7 +93,7 @@ class Gaps(Feature):
         fields = draft(group, who)
         made = self.proposing.draft(title or fields["title"], fields["body"] if body is None else body, kind=kind,
                                     scope=scope or fields["scope"], principal=who, owner=owner, now=now,
-                                    reason=f"drafted from a gap: {group.question[:80]}")
+                                    reason=f"drafted from a gap: {group.question[:80]}", tags=tags)
         self.store.add_event("draft-gap", actor=who.name, fragment_id=made.id,
                              detail={"questions": sorted({same_text(e) for e in group.examples})})
         return made

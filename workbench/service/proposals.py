@@ -133,7 +133,8 @@ class Proposals(Feature):
             return self.store.get(fid)
 
     def draft(self, title: str, body: str, *, kind: str = "note", scope: Scope | str, principal: str | Principal |
-              None = None, owner: str | None = None, reason: str = "drafted", now: datetime | None = None) -> Fragment:
+              None = None, owner: str | None = None, reason: str = "drafted", now: datetime | None = None,
+              tags: Iterable[str] | str | None = None) -> Fragment:
         """A person's draft of a fragment answering something (a note, runbook, decision or policy: a
         gap's draft, service/gaps.py): stored as a proposal by ``principal``, never served or exported
         until a reviewer accepts it, owned by ``owner`` (default: the drafter) in ``scope`` (one it may
@@ -156,6 +157,9 @@ class Proposals(Feature):
         data: dict[str, Any] = {"id": "proposal", "kind": kind, "title": title.strip(),
                                 "scope": {k: v for k, v in where.to_dict().items() if v}, "owner": owner or who.name,
                                 "status": "proposed", "proposed_by": who.name}
+        tags = tag_list(tags)
+        if tags:
+            data["tags"] = tags
         validate("fragment", data, file="<draft>")
         content = content_from_data(data, body, file="<draft>")
         check_semantics(ParsedFragment("proposal", content, None, None, None, "<draft>"), self.config)

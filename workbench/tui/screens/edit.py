@@ -1,5 +1,7 @@
 """Edit: a markdown TextArea with a required reason and inline validation errors.
-Saving creates a new version.
+Saving creates a new version. An anti-pattern is edited as the form it was written in: its don't /
+why / instead / evidence fields (antipattern.AntiPatternFields, prefilled from the version loaded)
+above its body; the fields changed go to the core's ``edit(fields=...)``, the same edit path.
 
 The editor remembers the version its text started from and always saves with that ``base``, so
 a change saved elsewhere meanwhile (the CLI, another TUI) is never overwritten silently: the core
@@ -25,6 +27,7 @@ from textual.widgets import Button
 
 from ...errors import Conflict, WorkbenchError
 from ..plain import Input, Label, Static, TextArea
+from .antipattern import AntiPatternFields
 from .base import WbScreen
 from .confirm import SaveAnywayScreen
 
@@ -47,6 +50,9 @@ class EditScreen(WbScreen):
     FORM = True
     DEFAULT_CSS = """
     #editor { height: 1fr; min-height: 10; }
+    #ap-fields { display: none; }
+    EditScreen.antipattern #ap-fields { display: block; }
+    EditScreen.antipattern #editor { min-height: 3; }
     #errors { height: auto; }
     #edit-panes { height: 1fr; }
     #mine-pane { display: none; width: 1fr; }
@@ -75,6 +81,7 @@ class EditScreen(WbScreen):
 
     def body(self) -> ComposeResult:
         yield Static(f"Loading {self.fragment_id}…", id="edit-title", classes="pane-title", markup=False)
+        yield AntiPatternFields(id="ap-fields")
         with Horizontal(id="edit-panes"):
             yield TextArea("", id="editor", soft_wrap=True, show_line_numbers=True, read_only=True,
                            placeholder="loading…")
@@ -105,6 +112,8 @@ class EditScreen(WbScreen):
         editor.read_only, editor.placeholder = False, ""
         self._start_from(f)
         self.ready = True
+        if self.has_class("antipattern"):   # its form first: don't / why / instead / evidence
+            self.query_one("#ap-edit-dont").focus()
         if self.shown is not None and f.version != self.shown:
             self.notify(f"{f.id} changed since you viewed v{self.shown}: you are editing the latest, v{f.version}",
                         title="Changed meanwhile", severity="warning", timeout=8)
@@ -114,12 +123,24 @@ class EditScreen(WbScreen):
         editor = self.query_one("#editor", TextArea)
         editor.load_text(f.body)
         self.base, self.loaded = f.version, editor.text  # as the editor holds it: inert (tui/plain.py), its line ends
+        structured = f.kind == "anti-pattern"
+        self.set_class(structured, "antipattern")
+        if structured:
+            self.query_one("#ap-fields", AntiPatternFields).load(f)
         self.query_one("#edit-title", Static).update(
-            f"Editing {self.fragment_id} v{f.version} (markdown body) · ctrl+s saves a new version")
+            f"Editing {self.fragment_id} v{f.version} ("
+            + ("anti-pattern" if structured else "markdown body")
+            + ") · ctrl+s saves a new version")
+
+    def fields(self) -> dict[str, str] | None:
+        """The anti-pattern fields changed since the version loaded (None: none, or not an anti-pattern)."""
+        return self.query_one("#ap-fields", AntiPatternFields).changed() or None if self.has_class("antipattern") \
+            else None
 
     @property
     def unsaved(self) -> bool:
-        return self.query_one("#editor", TextArea).text != self.loaded or self.kept is not None
+        return (self.query_one("#editor", TextArea).text != self.loaded or self.kept is not None
+                or self.fields() is not None)
 
     def unsaved_text(self) -> bool:
         """For the app's quit: does this editor hold text that would be lost?"""
@@ -145,13 +166,14 @@ class EditScreen(WbScreen):
         errors = self.query_one("#errors", Static)
         self.saving = True
         errors.update("checking the golden queries…")
+        fields = self.fields()
 
         def done(report) -> None:
             self.saving = False
             if not self.is_attached:
                 return
             if not report.changed and not report.hidden_changed:
-                self._save(body, reason, base)
+                self._save(body, reason, base, fields)
                 return
             count = len(report.changed) + report.hidden_changed
             errors.update(f"Not saved yet: this edit changes {count} golden {'query' if count == 1 else 'queries'}.")
@@ -160,7 +182,7 @@ class EditScreen(WbScreen):
 
         def answered(save: bool | None) -> None:
             if save:
-                self._save(body, reason, base)
+                self._save(body, reason, base, fields)
             else:
                 self.query_one("#errors", Static).update("Not saved: the golden queries stay as they are. "
                                                          "Change the text, or ctrl+s and Save anyway.")
@@ -176,9 +198,10 @@ class EditScreen(WbScreen):
             else:
                 errors.update(e.message)
         self.app.submit(self.wb.edit_impact, self.fragment_id, body, actor=self.me, file="(editor)", base=base,
-                        now=self.app.now, done=done, failed=failed, label="checking the golden queries…")
+                        now=self.app.now, done=done, failed=failed, label="checking the golden queries…",
+                        **({"fields": fields} if fields else {}))
 
-    def _save(self, body: str, reason: str, base: int | None) -> None:
+    def _save(self, body: str, reason: str, base: int | None, fields: dict[str, str] | None = None) -> None:
         """Save ``body`` as made from version ``base`` (in a job); a Conflict opens the dialog."""
         errors = self.query_one("#errors", Static)
         self.saving = True
@@ -188,6 +211,7 @@ class EditScreen(WbScreen):
             self.saving = False
             self.notify(f"saved {f.id} v{f.version}")
             self.loaded, self.kept = body, None  # nothing unsaved any more, even if we cannot leave yet
+            self.query_one("#ap-fields", AntiPatternFields).loaded = self.query_one("#ap-fields").values()
             errors.update("")
             if self.is_current:
                 self.dismiss(f)
@@ -200,7 +224,8 @@ class EditScreen(WbScreen):
             else:
                 errors.update(e.message)
         self.app.submit(self.wb.edit, self.fragment_id, body, reason=reason, actor=self.me, file="(editor)",
-                        base=base, done=done, failed=failed, write=True, label="saving…")
+                        base=base, done=done, failed=failed, write=True, label="saving…",
+                        **({"fields": fields} if fields else {}))
 
     def _conflict(self, error: Conflict, base: int | None) -> None:
         """Show what changed since ``base`` and let the user choose; their text stays in the editor."""
@@ -237,8 +262,9 @@ class EditScreen(WbScreen):
             self._check(editor.text, self.query_one("#reason", Input).value, latest.version)
             return
         if choice == RELOAD:
-            if editor.text != self.loaded:  # the user's newest own text is what is kept
-                self.kept = editor.text
+            fields = self.fields()   # the user's fields are kept with their text, as lines above it
+            if editor.text != self.loaded or fields:  # the user's newest own text is what is kept
+                self.kept = (self.query_one("#ap-fields", AntiPatternFields).as_text() if fields else "") + editor.text
             if self.kept is not None:
                 self.query_one("#mine", TextArea).load_text(self.kept)
                 self.query_one("#mine-pane").display = True

@@ -16,6 +16,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button
 
 from ...errors import WorkbenchError
+from ...service.lists import shown_list, split_list
 from ..messages import plain
 from ..plain import Input, Select, Static, TextArea
 from .base import WbScreen
@@ -35,6 +36,7 @@ class NewFragmentScreen(KeepsWork, WbScreen):
     NewFragmentScreen #nf-kind { width: 18; }
     NewFragmentScreen #nf-scope { width: 2fr; }
     NewFragmentScreen #nf-owner { width: 1fr; }
+    NewFragmentScreen #nf-tags { width: 1fr; }
     NewFragmentScreen #nf-body { height: 1fr; min-height: 4; }
     NewFragmentScreen #errors { height: auto; }
     NewFragmentScreen #nf-actions { height: auto; }
@@ -67,14 +69,15 @@ class NewFragmentScreen(KeepsWork, WbScreen):
             with Horizontal(classes="nf-row"):
                 yield self._field("scope", "Scope", "org=ORG[,repo=R][,persona=P]")
                 yield self._field("owner", "Owner", "a principal (default: you)")
+                yield self._field("tags", "Tags", "optional: a, b")
             body = TextArea(self.draft["body"], id="nf-body", soft_wrap=True)
             body.border_title = "Body (markdown)"
             yield body
             yield Static("", id="errors", classes="error", markup=False)
             with Horizontal(id="nf-actions"):
                 yield Button("Save draft" if self.gap else "Create fragment", id="create", variant="primary")
-                yield Static("^s saves a draft for an owner to publish (inbox) · esc leaves (asking first if you typed)"
-                             if self.gap else "^s creates it · esc leaves (asking first if you typed)", classes="hint")
+                yield Static("^s saves a draft for an owner to publish (inbox) · esc leaves (asks if typed)"
+                             if self.gap else "^s creates it · esc leaves (asks if typed)", classes="hint")
 
     def _field(self, name: str, label: str, hint: str) -> Input:
         field = Input(self.draft.get(name, ""), placeholder=hint, id=f"nf-{name}")
@@ -95,7 +98,14 @@ class NewFragmentScreen(KeepsWork, WbScreen):
                 "kind": str(self.query_one("#nf-kind", Select).value),
                 "scope": self.query_one("#nf-scope", Input).value.strip(),
                 "owner": self.query_one("#nf-owner", Input).value.strip(),
+                "tags": self.query_one("#nf-tags", Input).value.strip(),
                 "body": self.query_one("#nf-body", TextArea).text}
+
+    @on(Input.Blurred, "#nf-tags")
+    def _as_list(self, event: Input.Blurred) -> None:
+        shown = shown_list(split_list(event.value))   # the list it will be stored as
+        if shown != event.value:
+            event.input.value = shown
 
     @on(Button.Pressed, "#create")
     def _pressed(self) -> None:
@@ -135,11 +145,12 @@ class NewFragmentScreen(KeepsWork, WbScreen):
                     reload()
             self.app.submit(self.wb.draft_gap, self.gap, title=values["title"], body=values["body"],
                             kind=values["kind"], scope=values["scope"], owner=values["owner"] or None,
-                            principal=self.me, now=self.app.now, done=drafted, failed=failed,
+                            tags=values["tags"] or None, principal=self.me, now=self.app.now, done=drafted, failed=failed,
                             label="saving the draft…", write=True)
             return
         self.app.submit(self.wb.add_fragment, title=values["title"], body=values["body"], kind=values["kind"],
-                        scope=values["scope"], owner=values["owner"] or None, actor=self.me, reason=self.reason,
+                        scope=values["scope"], owner=values["owner"] or None, tags=values["tags"] or None,
+                        actor=self.me, reason=self.reason,
                         done=created, failed=failed, label="creating the fragment…", write=True)
 
     def discard_what(self) -> str:
