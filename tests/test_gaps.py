@@ -347,3 +347,31 @@ def test_a_drafted_gap_is_a_proposal_never_served_or_exported_until_an_owner_pub
         assert wb.gaps(principal="priya.raman").groups == ()
         wb.reject(other.id, principal="priya.raman", reason="not ours to answer")
         assert [g.question for g in wb.gaps(principal="priya.raman").groups] == [gc]
+
+
+def test_a_published_draft_hides_its_gap_until_the_question_is_asked_again_without_an_answer(backend_config,
+                                                                                             tmp_path):
+    """Issue 29: a drafted gap leaves the list until it is asked again after the draft (published, and
+    still nothing useful for the asker): then it is open again, and may be drafted again."""
+    from conftest import fragment_text
+
+    root, src = tmp_path / "ws", tmp_path / "in"
+    src.mkdir()
+    (src / "nw-note-ledger.md").write_text(fragment_text("nw-note-ledger", body="The ledger is double-entry.",
+                                                         repo=None))
+    leave = "what is the parental leave policy for engineers"
+    with Workbench.init(root, config=backend_config) as wb:
+        assert not wb.ingest([src], actor="kb.sync").errors
+        assert wb.context(leave, principal="marco.bianchi").abstained
+        first = wb.draft_gap(leave, principal="priya.raman")
+        assert wb.gaps(principal="priya.raman").groups == ()          # pending: not listed
+        wb.accept(first.id, principal="priya.raman", body="Engineers get 20 weeks of paid parental leave.", base=1)
+        assert wb.gaps(principal="priya.raman").groups == ()          # published: answered
+        with pytest.raises(UserError, match="already drafted as .* \\(published\\)"):
+            wb.draft_gap(leave, principal="priya.raman")
+        # asked again after it was published, and still nothing useful for this caller: open again
+        assert wb.context(leave, principal="marco.bianchi", min_confidence=0.999).abstained
+        assert [g.question for g in wb.gaps(principal="priya.raman").groups] == [leave]
+        second = wb.draft_gap(leave, principal="priya.raman")        # and it may be drafted again
+        assert second.id != first.id and second.status == "proposed"
+        assert wb.gaps(principal="priya.raman").groups == ()

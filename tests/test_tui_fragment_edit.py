@@ -217,7 +217,10 @@ async def test_revert_asks_first_and_needs_a_reason(wb, size):
         buttons = [dialog.query_one(s) for s in ("#revert-confirm-button", "#revert-cancel-button")]
         assert app.screen.focused is reason and all(inside_screen(app, w) for w in (reason, *buttons))
         assert inside_screen(app, dialog.query_one("#revert-diff-scroll"))
-        await pilot.press(*"oops", "escape")  # cancel: nothing written
+        await pilot.press(*"oops", "escape")  # cancel: asks first (a reason was typed), then nothing written
+        await settle(pilot)
+        assert name(app) == "DiscardScreen"
+        await pilot.press("d")
         await settle(pilot)
         assert app.screen is screen and reverts == []
         assert [v.reason for v in wb.history(FID, principal=ME)] == ["ingest nw-rb-psp-failover.md", "v2"]

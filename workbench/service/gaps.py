@@ -49,26 +49,37 @@ class Gaps(Feature):
 
     # -- drafts -------------------------------------------------------------------------
 
-    def drafts(self) -> dict[str, object]:
-        """Question key (``same_text``) → the draft answering it (a pending proposal, or the fragment an
-        owner published from it): from the ``draft-gap`` events, which follow a draft's id when accepted."""
-        out: dict[str, object] = {}
+    def drafts(self) -> dict[str, list[tuple[object, datetime | None]]]:
+        """Question key (``same_text``) → the drafts answering it, each with when it was published (None:
+        a pending proposal): from the ``draft-gap`` events, which follow a draft's id when accepted."""
+        out: dict[str, list[tuple[object, datetime | None]]] = {}
         for event in self.store.events(action="draft-gap"):
             f = self.store.get(event["fragment_id"]) if event["fragment_id"] else None
-            if f is not None and f.status in ("proposed", "active"):
-                for key in (event["detail"] or {}).get("questions", ()):
-                    out.setdefault(key, f)
+            if f is None or f.status not in ("proposed", "active"):
+                continue   # rejected or archived: the question is open again
+            published = None if f.status == "proposed" else next(
+                (v.created_at for v in self.store.versions(f.id) if v.content.status == "active"), f.updated_at)
+            for key in (event["detail"] or {}).get("questions", ()):
+                out.setdefault(key, []).append((f, published))
         return out
+
+    @staticmethod
+    def answering(drafts, keys, last_asked: datetime, who: Principal | None):
+        """The draft that answers questions ``keys`` last asked at ``last_asked`` for ``who`` (None: the
+        administrator), if any: one it may see, awaiting review, or published since they were last asked
+        (asked again after it was published and still nothing useful: the gap is open again)."""
+        for key in keys:
+            for f, published in drafts.get(key, ()):
+                if (who is None or policy.sees(who, f)) and (published is None or last_asked <= published):
+                    return f
+        return None
 
     def _open(self, groups: list[GapGroup], who: Principal | None) -> list[GapGroup]:
         """The groups not answered by a draft ``who`` may see (None: the administrator sees every draft)."""
         drafts = self.drafts()
         if not drafts:
             return groups
-        def drafted(g: GapGroup) -> bool:
-            found = [drafts[k] for k in map(same_text, g.examples) if k in drafts]
-            return any(who is None or policy.sees(who, f) for f in found)
-        return [g for g in groups if not drafted(g)]
+        return [g for g in groups if self.answering(drafts, map(same_text, g.examples), g.last_seen, who) is None]
 
     def draft_gap(self, question: str, *, principal: str | Principal | None = None, title: str | None = None,
                   body: str | None = None, scope: Scope | str | None = None, kind: str = "note",
@@ -77,18 +88,19 @@ class Gaps(Feature):
         """Draft an answer to the open gap asking ``question`` (one of its group's questions) as a
         proposal awaiting an owner's review: never an active fragment at once, never served or exported
         until accepted (with its placeholder replaced). ``title``/``body``/``scope`` default to ``draft``'s.
-        Refused (nothing stored) when the question is already drafted, naming the draft."""
+        Refused (nothing stored) when the question is already drafted (pending, or published and not asked
+        again since), naming the draft."""
         who = self.principal(principal)
         now = now or utcnow()
         key = same_text(question or "")
-        existing = self.drafts().get(key)
-        if existing is not None and policy.sees(who, existing):
-            state = "awaiting review" if existing.status == "proposed" else "published"
-            raise UserError(f"this question is already drafted as {existing.id} ({state}): edit that draft "
-                            "instead of making a second one", param="question")
         group = next((g for g in self.gaps(days=days, principal=who, now=now).groups
                       if key in {same_text(e) for e in g.examples}), None)
         if group is None:
+            existing = self.answering(self.drafts(), [key], now, who)
+            if existing is not None:
+                state = "awaiting review" if existing.status == "proposed" else "published"
+                raise UserError(f"this question is already drafted as {existing.id} ({state}): edit that draft "
+                                "instead of making a second one", param="question")
             raise NotFound(f"no open gap asks {question!r} in your view of the last {days} days", param="question")
         fields = draft(group, who)
         made = self.proposing.draft(title or fields["title"], fields["body"] if body is None else body, kind=kind,
@@ -123,8 +135,8 @@ class Gaps(Feature):
         found = self.find(since, until, who)
         if not found:
             return {}
-        drafts = self.drafts()
-        found = [g for g in found if same_text(g.query) not in drafts]   # a drafted question is being answered
+        drafts = self.drafts()   # a drafted question is being answered (unless asked again once published)
+        found = [g for g in found if self.answering(drafts, [same_text(g.query)], g.at, None) is None]
         encode = self._encoder()
         principals = self.config.principals
         out = {}
