@@ -96,7 +96,7 @@ class Gaps(Feature):
         group = next((g for g in self.gaps(days=days, principal=who, now=now).groups
                       if key in {same_text(e) for e in g.examples}), None)
         if group is None:
-            existing = self.answering(self.drafts(), [key], now, who)
+            existing = self.answering(self.drafts(), [key], datetime.min, who)   # not open: any draft answers it
             if existing is not None:
                 state = "awaiting review" if existing.status == "proposed" else "published"
                 raise UserError(f"this question is already drafted as {existing.id} ({state}): edit that draft "
