@@ -218,7 +218,7 @@ def complete(args: list[str], incomplete: str) -> list[str]:
 
 def test_completion_knows_commands_options_and_values(ws):
     assert complete([], "ex") == ["export-files", "export"]
-    assert complete(["antipattern"], "") == ["add"]
+    assert complete(["antipattern"], "") == ["add", "edit"]
     assert "--workspace" in complete(["search", "q"], "--w")
     assert complete(["export"], "cl") == ["claude-md"]
     assert complete(["eval", "--pipeline"], "hybrid-") == ["hybrid-rrf", "hybrid-nopriors"]
