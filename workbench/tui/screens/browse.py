@@ -33,7 +33,7 @@ FILTER_DEBOUNCE_S = 0.15
 
 
 COLUMNS = (
-    Column("title", "title", priority=0, min_width=16, max_width=64, grow=True, comfort=28),
+    Column("title", "title", priority=0, min_width=16, max_width=64, grow=True, comfort=36),
     Column("kind", "kind", priority=0, whole=True, max_width=15),
     Column("owner", "owner", priority=1, min_width=9, max_width=20, compact=short_name),
     Column("age", "age", priority=1, whole=True, max_width=9),

@@ -25,7 +25,7 @@ from .base import WbScreen
 DAYS = 30
 COLUMNS = (
     Column("n", "n", priority=0, whole=True, max_width=4, justify="right"),
-    Column("question", "question", priority=0, min_width=20, max_width=72, grow=True, comfort=36),
+    Column("question", "question", priority=0, min_width=20, max_width=72, grow=True, comfort=44),
     Column("who", "asked by", priority=1, min_width=10, max_width=28),
     Column("last", "last", priority=1, whole=True, max_width=5),
     Column("scope", "in", priority=2, min_width=12, max_width=40),

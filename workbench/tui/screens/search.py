@@ -33,13 +33,13 @@ PREVIEW_NOTE = "lexical results while the model loads"
 
 COLUMNS = (
     Column("rank", "#", priority=0, whole=True, max_width=3, justify="right"),
-    Column("title", "title", priority=0, min_width=24, max_width=60, grow=True),
+    Column("title", "title", priority=0, min_width=24, max_width=60, grow=True, comfort=32),
     Column("kind", "kind", priority=0, whole=True, max_width=15),
     Column("owner", "owner", priority=1, min_width=9, max_width=20, compact=short_name),
     Column("age", "age", priority=1, whole=True, max_width=9),
-    Column("conf", "conf", priority=2, whole=True, max_width=4, justify="right"),
+    Column("conf", "conf", priority=1, whole=True, max_width=4, justify="right"),
     Column("scope", "scope", priority=3, min_width=10, max_width=28),
-    Column("id", "id", priority=4, min_width=10, max_width=32),
+    Column("id", "id", priority=4, min_width=16, max_width=32),
     Column("score", "score", priority=5, whole=True, max_width=6, justify="right"),
 )
 
