@@ -18,6 +18,7 @@ import pytest
 from tui_support import LARGE, NOW, SIZES, app_for, cell, column_visible, inside_screen, settle, until, visible_columns
 
 from workbench import Workbench
+from workbench.models import KINDS, Scope
 from workbench.service.browse import (
     ORG_WIDE,
     Branch,
@@ -30,7 +31,6 @@ from workbench.service.browse import (
 )
 from workbench.tui.format import scope_label, short_id
 from workbench.tui.screens.browse import COLUMNS
-from workbench.models import KINDS, Scope
 
 
 @pytest.fixture

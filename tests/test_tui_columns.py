@@ -7,7 +7,16 @@ from __future__ import annotations
 import pytest
 
 from workbench.tui.columns import (
-    PADDING, PINNED, STALE, Column, age_badges, clip, fit, folded_detail, natural_widths, short_name,
+    PADDING,
+    PINNED,
+    STALE,
+    Column,
+    age_badges,
+    clip,
+    fit,
+    folded_detail,
+    natural_widths,
+    short_name,
 )
 from workbench.tui.screens.browse import COLUMNS as BROWSE
 from workbench.tui.screens.inbox import PROPOSAL_COLUMNS
@@ -28,7 +37,7 @@ def keys(pairs) -> list[str]:
 @pytest.mark.parametrize("spec", [BROWSE, SEARCH, PROPOSAL_COLUMNS], ids=["browse", "search", "proposals"])
 def test_a_layout_fits_its_width_and_folds_by_priority(spec, width):
     layout = fit(spec, width, NATURAL)
-    widths = dict((c.key, w) for c, w in layout.shown)
+    widths = {c.key: w for c, w in layout.shown}
     assert layout.used() <= width                                     # nothing shown past the edge
     assert keys(layout.columns) == keys(layout.shown) + keys(layout.folded)
     assert set(keys(layout.columns)) == {c.key for c in spec}       # every column is somewhere
@@ -50,7 +59,7 @@ def test_browse_at_each_width():
     assert shown[54] == shown[60] == shown[80] == ["title", "kind", "owner", "age"]
     assert shown[100] == ["title", "kind", "owner", "age", "id"]
     assert shown[120] == shown[200] == ["title", "kind", "owner", "age", "id", "scope"]
-    title = {w: dict((c.key, w) for c, w in fit(BROWSE, w, NATURAL).shown)["title"] for w in (54, *WIDTHS)}
+    title = {w: {c.key: x for c, x in fit(BROWSE, w, NATURAL).shown}["title"] for w in (54, *WIDTHS)}
     assert title[54] >= 16 and title[200] == 64                         # the title takes what is left, up to its max
     assert title[80] >= 36 and title[100] >= 36                         # its comfort comes before the id and scope
 

@@ -9,7 +9,18 @@ from datetime import timedelta
 
 import pytest
 from gap_support import BY_ID, run_questions
-from tui_support import NOW, SIZES, SMALL, app_for, cell, inside_screen, scrolls_by_column, settle, until, visible_columns
+from tui_support import (
+    NOW,
+    SIZES,
+    SMALL,
+    app_for,
+    cell,
+    inside_screen,
+    scrolls_by_column,
+    settle,
+    until,
+    visible_columns,
+)
 
 from workbench import Workbench
 

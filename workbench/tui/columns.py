@@ -141,11 +141,11 @@ def fit(columns: Sequence[Column], width: int, natural: Mapping[str, int] | None
         c = columns[i]
         if c.priority > COMFORT_AFTER and not claimed:
             claimed = True
-            for g in widths:
+            for g, has in widths.items():
                 if columns[g].grow:
-                    more = max(0, min(columns[g].comfort, bounds[columns[g].key][1]) - widths[g])
+                    more = max(0, min(columns[g].comfort, bounds[columns[g].key][1]) - has)
                     more = min(more, max(width - used, 0))
-                    widths[g] += more
+                    widths[g] = has + more
                     used += more
         need = bounds[c.key][0] + PADDING
         if c.priority > 0 and used + need > width:
