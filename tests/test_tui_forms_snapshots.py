@@ -1,4 +1,5 @@
-"""Snapshots of the form screens (Export, Pins, Inbox, New anti-pattern) at 80×24 and 120×40.
+"""Snapshots of the form screens (Export, Pins, Inbox with its fragments or its proposals focused,
+New anti-pattern) at 80×24 and 120×40.
 
 Regenerate after an intended change with:
 .venv/bin/python -m pytest tests/test_tui_forms_snapshots.py --snapshot-update
@@ -68,6 +69,23 @@ def test_inbox(wb, snap_compare, size):
         await until(pilot, lambda: getattr(pilot.app.screen, "items", None))
         await settle(pilot)
     assert snap_compare(app_for(wb, "dan.kowalski"), terminal_size=size, run_before=open_inbox)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=sized)
+def test_inbox_proposals(wb, snap_compare, size, monkeypatch):
+    """A lead's inbox with the proposals table focused (its title is the first column at 80×24)."""
+    monkeypatch.setattr("workbench.service.proposals.secrets.token_hex", lambda n: "c0ffee")  # a fixed id
+    wb.propose("Webhook retries: five, then the dead-letter queue", "Five retries, then the DLQ.",
+               scope="org=northwind,repo=payments-api", principal="agent.nw-coder", now=NOW)
+
+    async def open_proposals(pilot):
+        await settle(pilot)
+        await pilot.press("i")
+        await until(pilot, lambda: getattr(pilot.app.screen, "proposals", None))
+        await settle(pilot)
+        pilot.app.screen.query_one("#proposals").focus()
+        await settle(pilot)
+    assert snap_compare(app_for(wb, "priya.raman"), terminal_size=size, run_before=open_proposals)
 
 
 @pytest.mark.parametrize("size", SIZES, ids=sized)

@@ -76,6 +76,54 @@ def column_visible(app, table, label: str, min_width: int = 12) -> bool:
     raise AssertionError(f"no column {label!r} in {[str(c.label) for c in table.ordered_columns]}")
 
 
+def cell(table, row: int, key: str) -> str:
+    """The text of one cell, by column key (the columns a FitTable shows depend on its width)."""
+    return str(table.get_cell_at((row, table.get_column_index(key))))
+
+
+def visible_columns(table) -> list[str]:
+    """The keys of the columns wholly inside a table's visible region, left to right: its fixed
+    columns, then those the horizontal scroll leaves in view (the vertical scrollbar excluded)."""
+    view = table.scrollable_content_region.width
+    x, fixed_w, out = 0, 0, []
+    for j, column in enumerate(table.ordered_columns):
+        width = column.get_render_width(table)
+        fixed = j < table.fixed_columns
+        left = x if fixed else x - int(table.scroll_x)
+        fixed_w += width if fixed else 0
+        if (fixed or left >= fixed_w) and left + width <= view:
+            out.append(column.key.value)
+        x += width
+    return out
+
+
+async def scrolls_by_column(pilot, table) -> None:
+    """→ on a table wider than its region scrolls one whole column (the first scrolling column
+    leaves, the rest move left by its width), repeated → reach the last column in fewer presses
+    than there are columns, and ← comes back the same way."""
+    table.focus()
+    await pilot.pause()
+    assert table.scroll_x == 0 and table.max_scroll_x > 0, "the table does not overflow"
+    before = visible_columns(table)
+    first = table.ordered_columns[table.fixed_columns]
+    await pilot.press("right")
+    await pilot.pause()
+    assert table.scroll_x == min(first.get_render_width(table), table.max_scroll_x)
+    after = visible_columns(table)
+    assert first.key.value not in after and [k for k in before if k != first.key.value] == after[:len(before) - 1]
+    presses = 1
+    while table.scroll_x < table.max_scroll_x:
+        await pilot.press("right")
+        await pilot.pause()
+        presses += 1
+        assert presses < len(table.ordered_columns), "→ did not reach the last column a column at a time"
+    assert visible_columns(table)[-1] == table.ordered_columns[-1].key.value
+    for _ in range(presses):
+        await pilot.press("left")
+    await pilot.pause()
+    assert table.scroll_x == 0 and visible_columns(table) == before
+
+
 async def save_anyway(pilot) -> bool:
     """After ctrl+s in the editor: when the edit-impact dialog asks (the edit changes golden queries),
     answer "Save anyway" and wait for the save; whether it asked."""

@@ -20,8 +20,10 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Checkbox
 
 from ...service.browse import ORG_WIDE, Branch, matching, rows, scope_tree
-from ..format import age, clip, scope_label, short_id
-from ..plain import DataTable, Input, Static, Tree
+from ..columns import Column, age_badges, short_name
+from ..format import age, scope_label
+from ..plain import Input, Static, Tree
+from ..table import FitTable
 from .base import WbScreen
 from .rowactions import ROW_ACTIONS, RowActions, RowFragment, row_bindings
 
@@ -30,11 +32,14 @@ BATCH = 400
 FILTER_DEBOUNCE_S = 0.15
 
 
-def title_width(screen_width: int, tree_shown: bool) -> int:
-    """Characters of title the table shows: what is left beside the tree and the id, kind,
-    owner and age columns, between 24 and 64 (the full title is in the detail line)."""
-    table = screen_width - (min(max(round(screen_width * 0.3), 20), 32) if tree_shown else 0)
-    return max(24, min(64, table - 50))
+COLUMNS = (
+    Column("title", "title", priority=0, min_width=16, max_width=64, grow=True, comfort=36),
+    Column("kind", "kind", priority=0, whole=True, max_width=15),
+    Column("owner", "owner", priority=1, min_width=9, max_width=20, compact=short_name),
+    Column("age", "age", priority=1, whole=True, max_width=9),
+    Column("id", "id", priority=2, min_width=16, max_width=32),
+    Column("scope", "scope", priority=3, min_width=10, max_width=32),
+)
 
 
 class BrowseScreen(RowActions, WbScreen):
@@ -48,7 +53,7 @@ class BrowseScreen(RowActions, WbScreen):
     #filters Input { width: 1fr; min-width: 12; }
     #filter-stale { width: auto; }
     #fragments { height: 1fr; }
-    #browse-detail { height: 1; padding: 0 1; background: $boost; text-wrap: nowrap; text-overflow: ellipsis; }
+    #browse-detail { height: auto; max-height: 2; padding: 0 1; background: $boost; }
     """
     BINDINGS = [
         Binding("enter", "open", "Open", id="browse-open", show=False),
@@ -68,7 +73,7 @@ class BrowseScreen(RowActions, WbScreen):
         self.rows: list = []               # the rows the table shows
         self._load_token: object | None = None
         self._filter_timer = None
-        self._title_w = 0
+        self.values: list[dict] = []       # the shown rows' cell values by column key (the detail line's too)
         self._painted = False
 
     @property
@@ -86,16 +91,14 @@ class BrowseScreen(RowActions, WbScreen):
                                 tooltip="kind: a prefix (anti) or letters in order (ap)")
                     yield Checkbox("stale", id="filter-stale", tooltip="stale only (s)")
                 yield Static("loading…", id="browse-count", classes="hint", markup=False)
-                yield DataTable(id="fragments", cursor_type="row", zebra_stripes=True)
+                yield FitTable(COLUMNS, fixed=1, id="fragments")
                 yield Static("", id="browse-detail", markup=False)
 
     def on_mount(self) -> None:
         tree = self.query_one("#scope-tree", Tree)
         tree.auto_expand = False           # enter selects a node; space folds it
         tree.guide_depth = 2               # narrow guides: the counts stay in view at 80 columns
-        table = self.query_one("#fragments", DataTable)
-        table.add_columns("id", "title", "kind", "owner", "age", "badges", "scope")
-        table.focus()
+        self.query_one("#fragments", FitTable).focus()
         self.reload()
 
     # -- reading -------------------------------------------------------------------------
@@ -163,19 +166,19 @@ class BrowseScreen(RowActions, WbScreen):
         ``keep``, the cursor stays on the same fragment (or row) when it is still there."""
         if self.items is None:
             return
-        table = self.query_one("#fragments", DataTable)
+        table = self.query_one("#fragments", FitTable)
         before = self.rows[table.cursor_row].id if keep and self.rows and table.cursor_row < len(self.rows) else None
         row_at = table.cursor_row if keep else 0
         owner, kind, stale = self._filters()
         self.rows = shown = rows(self.items, branch=self.branch, owner=owner, kind=kind, stale=stale)
         where = {r.id: i for i, r in enumerate(shown)}
         target = where.get(before, min(row_at, len(shown) - 1)) if shown else 0
-        self._title_w = width = title_width(self.app.size.width, self.query_one("#scope-tree").display)
         now, orgs = self.app.clock(), self.me.orgs
-        cells = [(Text(short_id(r.id)), Text(clip(r.title, width)), Text(r.kind), Text(r.owner),
-                  Text(age(r.last_touched, now)),
-                  Text(" ".join(b for b in ("stale" if r.stale else "", "📌" if r.pinned else "") if b)),
-                  Text(scope_label(r.scope, orgs))) for r in shown]
+        self.values = [{"title": r.title, "kind": r.kind, "owner": r.owner, "id": r.id,
+                        "age": age_badges(age(r.last_touched, now), stale=r.stale, pinned=r.pinned),
+                        "scope": scope_label(r.scope, orgs)} for r in shown]
+        table.prepare(self.values)
+        cells = [table.cells(v) for v in self.values]
         # DataTable measures every cell it is given: paint a screenful first, then the rest in
         # batches, so a 10k-fragment workspace paints fast and the UI stays responsive.
         self._load_token = token = object()
@@ -188,7 +191,7 @@ class BrowseScreen(RowActions, WbScreen):
         self._count(owner, kind, stale)
         self._detail()
 
-    def _add_later(self, table: DataTable, cells: list, token: object) -> None:
+    def _add_later(self, table: FitTable, cells: list, token: object) -> None:
         if not cells or token is not self._load_token:
             return
 
@@ -214,21 +217,28 @@ class BrowseScreen(RowActions, WbScreen):
         self.query_one("#browse-count", Static).update(" · ".join(parts))
 
     def _detail(self) -> None:
-        """The highlighted row in full: id, scope, title (the table cuts them)."""
+        """The highlighted row in full: id, title, scope (the table cuts them), then the columns
+        folded away at this width (owner, age and badges when the table is narrow)."""
         row = self.row_fragment()
-        self.query_one("#browse-detail", Static).update(f"{row.id} · {row.scope} · {row.title}" if row else "")
+        if row is None:
+            self.query_one("#browse-detail", Static).update("")
+            return
+        table = self.query_one("#fragments", FitTable)
+        folded = table.folded_text(self.values[table.cursor_row], skip=("id", "scope", "title"))
+        self.query_one("#browse-detail", Static).update(" · ".join(
+            [row.id, row.title, str(row.scope), *([folded] if folded else [])]))
 
     def row_fragment(self) -> RowFragment | None:
-        table = self.query_one("#fragments", DataTable)
+        table = self.query_one("#fragments", FitTable)
         if not self.rows or not 0 <= table.cursor_row < len(self.rows):
             return None
         r = self.rows[table.cursor_row]
         return RowFragment(r.id, r.title, r.scope)
 
-    def on_resize(self) -> None:
-        if self.items is not None and title_width(self.app.size.width,
-                                                  self.query_one("#scope-tree").display) != self._title_w:
-            self._show_rows(keep=True)
+    @on(FitTable.Relaid, "#fragments")
+    def _relaid(self) -> None:
+        """The table's width changed its columns (a resize, the tree shown or hidden): repaint."""
+        self._show_rows(keep=True)
 
     # -- events ----------------------------------------------------------------------------
 
@@ -256,11 +266,11 @@ class BrowseScreen(RowActions, WbScreen):
     def _stale_changed(self) -> None:
         self._show_rows(keep=True)
 
-    @on(DataTable.RowHighlighted, "#fragments")
+    @on(FitTable.RowHighlighted, "#fragments")
     def _highlighted(self) -> None:
         self._detail()
 
-    @on(DataTable.RowSelected, "#fragments")
+    @on(FitTable.RowSelected, "#fragments")
     def _row_chosen(self) -> None:
         self.open_row()
 
@@ -277,14 +287,13 @@ class BrowseScreen(RowActions, WbScreen):
         tree = self.query_one("#scope-tree", Tree)
         tree.display = not tree.display
         if not tree.display and self.focused is tree:
-            self.action_focus_table()
-        self._show_rows(keep=True)
+            self.action_focus_table()   # the table re-lays out its columns for its new width (Relaid)
 
     def action_filter(self) -> None:
         self.query_one("#filter-owner", Input).focus()
 
     def action_focus_table(self) -> None:
-        self.query_one("#fragments", DataTable).focus()
+        self.query_one("#fragments", FitTable).focus()
 
     def action_reload(self) -> None:
         self.reload()

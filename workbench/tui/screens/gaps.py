@@ -5,8 +5,9 @@ group: the form opens with the question as its title, the questions asked in its
 group's scope, and saves a draft (a proposal, served to no one) that an owner publishes from the
 inbox once the answer is written. A drafted question is no longer listed.
 
-The table keeps the question and who asked short; the highlighted group's other phrasings,
-scopes and dates are in the detail lines under it.
+The table fits its width (``columns.fit``): count, question, who asked and when first; where it
+was asked and since when fold away on a narrow terminal (→ scrolls to them). The highlighted
+group's other phrasings, scopes and dates are in the detail lines under it.
 """
 
 from __future__ import annotations
@@ -16,11 +17,20 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 
 from ...service.gaps import draft
+from ..columns import Column
 from ..plain import DataTable, Static
+from ..table import FitTable
 from .base import WbScreen
 
 DAYS = 30
-QUESTION_WIDTH, WHO_WIDTH = 40, 16
+COLUMNS = (
+    Column("n", "n", priority=0, whole=True, max_width=4, justify="right"),
+    Column("question", "question", priority=0, min_width=20, max_width=72, grow=True, comfort=44),
+    Column("who", "asked by", priority=1, min_width=10, max_width=28),
+    Column("last", "last", priority=1, whole=True, max_width=5),
+    Column("scope", "in", priority=2, min_width=12, max_width=40),
+    Column("first", "first", priority=3, whole=True, max_width=5),
+)
 
 
 def clip(text: str, width: int) -> str:
@@ -49,12 +59,11 @@ class GapsScreen(WbScreen):
         yield Static(f"Gaps: questions agents asked in the last {DAYS} days that got nothing useful",
                      classes="pane-title")
         yield Static("loading…", id="gaps-count", classes="hint")
-        yield DataTable(id="gaps", cursor_type="row", zebra_stripes=True)
+        yield FitTable(COLUMNS, fixed=2, id="gaps")
         yield Static("", id="gaps-detail", classes="hint", markup=False)
 
     def on_mount(self) -> None:
         super().on_mount()
-        self.query_one("#gaps", DataTable).add_columns("n", "question", "asked by", "last")
         self.query_one("#gaps", DataTable).focus()
         self.reload()
 
@@ -68,11 +77,12 @@ class GapsScreen(WbScreen):
         table = self.query_one("#gaps", DataTable)
         row = table.cursor_row
         self.report, self.groups = report, list(report.groups)
+        values = [{"n": str(g.count), "question": g.question, "who": ", ".join(name for name, _ in g.principals),
+                   "last": f"{g.last_seen:%m-%d}", "scope": ", ".join(s for s, _ in g.scopes),
+                   "first": f"{g.first_seen:%m-%d}"} for g in self.groups]
+        table.prepare(values)
         table.clear()
-        for g in self.groups:
-            who = ", ".join(name for name, _ in g.principals)
-            table.add_row(str(g.count), clip(g.question, QUESTION_WIDTH), clip(who, WHO_WIDTH),
-                          f"{g.last_seen:%m-%d}")
+        table.add_rows([table.cells(v) for v in values])
         if self.groups:
             table.move_cursor(row=min(max(row, 0), len(self.groups) - 1))
         self.query_one("#gaps-count", Static).update(
@@ -81,6 +91,11 @@ class GapsScreen(WbScreen):
                else "answer one with a proposal (workbench propose)")
             if self.groups else f"No unanswered questions in the last {DAYS} days in your scopes.")
         self._show_detail()
+
+    @on(FitTable.Relaid, "#gaps")
+    def _relaid(self) -> None:
+        if self.report is not None:
+            self._show(self.report)
 
     def _group(self):
         table = self.query_one("#gaps", DataTable)

@@ -3,8 +3,10 @@ Under them, when there are any, the proposals awaiting your review (agents' note
 summaries and anti-patterns in scopes you lead): open one, accept it (choosing scope and owner),
 edit then accept, or reject it with a reason its author reads.
 
-The tables keep ids and titles short so the reason column shows; the highlighted row's full
-id, title and reasons are in the detail line under each. The letter keys act on the table that
+The tables fit their width (``columns.fit``): title, kind, owner (or who proposed it), age and
+reason first; used, cited, scope and id fold away on a narrow terminal (→ scrolls to them). The
+highlighted row's full id, title and reasons, and its folded columns, are in the detail line
+under each. The letter keys act on the table that
 has focus (tab moves between them): v, z on your fragments; a, r on proposals; e and enter on both.
 """
 
@@ -17,15 +19,31 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button
 
 from ...errors import WorkbenchError
+from ..columns import Column, age_badges, short_name
+from ..format import age, scope_label
 from ..messages import plain
 from ..plain import DataTable, Input, Label, Static, TextArea
+from ..table import FitTable
 from .base import WbScreen
 
-ID_WIDTH, TITLE_WIDTH, REASON_WIDTH = 24, 30, 60
-
-
-def clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:width - 1] + "…"
+STALE_COLUMNS = (
+    Column("title", "title", priority=0, min_width=16, max_width=48, grow=True, comfort=24),
+    Column("kind", "kind", priority=0, whole=True, max_width=15),
+    Column("owner", "owner", priority=1, min_width=9, max_width=20, compact=short_name),
+    Column("age", "age", priority=1, whole=True, max_width=9),
+    Column("reason", "reason", priority=2, min_width=16, max_width=60, grow=True),
+    Column("used", "used", priority=3, whole=True, max_width=6, justify="right"),
+    Column("cited", "cited", priority=3, whole=True, max_width=6, justify="right"),
+    Column("id", "id", priority=4, min_width=16, max_width=32),
+)
+PROPOSAL_COLUMNS = (
+    Column("title", "title", priority=0, min_width=16, max_width=48, grow=True, comfort=24),
+    Column("kind", "kind", priority=0, whole=True, max_width=15),
+    Column("by", "by", priority=1, min_width=9, max_width=24, compact=short_name),
+    Column("age", "age", priority=1, whole=True, max_width=9),
+    Column("scope", "scope", priority=2, min_width=12, max_width=40),
+    Column("id", "id", priority=3, min_width=16, max_width=32),
+)
 
 
 def mine(wb, me, now) -> list:
@@ -65,7 +83,7 @@ class InboxScreen(WbScreen):
     def body(self) -> ComposeResult:
         yield Static("Nudge inbox: your fragments that need a look, most used first", classes="pane-title")
         yield Static("", id="inbox-count", classes="hint")
-        yield DataTable(id="inbox", cursor_type="row", zebra_stripes=True)
+        yield FitTable(STALE_COLUMNS, fixed=1, id="inbox")
         yield Static("", id="inbox-detail", classes="hint", markup=False)
         with Horizontal(id="snooze-row"):
             yield Label("Snooze days:", id="snooze-label")
@@ -75,12 +93,10 @@ class InboxScreen(WbScreen):
         with Vertical(id="proposals-pane"):
             yield Static("Proposals to review", classes="pane-title")
             yield Static("", id="proposals-count", classes="hint")
-            yield DataTable(id="proposals", cursor_type="row", zebra_stripes=True)
+            yield FitTable(PROPOSAL_COLUMNS, fixed=1, id="proposals")
             yield Static("", id="proposal-detail", classes="hint", markup=False)
 
     def on_mount(self) -> None:
-        self.query_one("#inbox", DataTable).add_columns("id", "title", "age", "used", "cited", "reason")
-        self.query_one("#proposals", DataTable).add_columns("id", "kind", "by", "scope", "title")
         self.query_one("#inbox", DataTable).focus()
         self.reload()
 
@@ -90,14 +106,37 @@ class InboxScreen(WbScreen):
         self.app.submit(self.wb.proposals, principal=self.me, to_review=True, done=self._show_proposals,
                         label="loading proposals…", key="inbox-proposals")
 
+    def _item_values(self) -> list[dict]:
+        now = self.app.clock()
+        return [{"title": i.fragment.title, "kind": i.fragment.kind, "owner": i.fragment.owner,
+                 "age": age_badges(age(i.last_touched, now), stale=True), "reason": "; ".join(i.reasons),
+                 "used": str(i.traces), "cited": str(i.in_links), "id": i.fragment.id} for i in self.items]
+
+    def _proposal_values(self) -> list[dict]:
+        now, orgs = self.app.clock(), self.me.orgs
+        return [{"title": f.title, "kind": f.kind, "by": f.content.detail("proposed_by") or f.owner,
+                 "age": age(f.created_at, now), "scope": scope_label(f.scope, orgs), "id": f.id}
+                for f in self.proposals]
+
+    @staticmethod
+    def _fill(table: FitTable, values: list[dict]) -> None:
+        table.prepare(values)
+        table.clear()
+        table.add_rows([table.cells(v) for v in values])
+
+    @on(FitTable.Relaid, "#inbox")
+    def _relaid_items(self) -> None:
+        self._show(self.items)
+
+    @on(FitTable.Relaid, "#proposals")
+    def _relaid_proposals(self) -> None:
+        self._show_proposals(self.proposals)
+
     def _show(self, items: list) -> None:
-        table = self.query_one("#inbox", DataTable)
+        table = self.query_one("#inbox", FitTable)
         row = table.cursor_row
         self.items = items
-        table.clear()
-        for i in items:
-            table.add_row(clip(i.fragment.id, ID_WIDTH), clip(i.fragment.title, TITLE_WIDTH), f"{i.age_days}d",
-                          str(i.traces), str(i.in_links), clip("; ".join(i.reasons), REASON_WIDTH))
+        self._fill(table, self._item_values())
         if items:
             table.move_cursor(row=min(max(row, 0), len(items) - 1))
         self.query_one("#inbox-count", Static).update(
@@ -108,17 +147,19 @@ class InboxScreen(WbScreen):
     @on(DataTable.RowHighlighted, "#inbox")
     def _show_detail(self) -> None:
         item = self._item()
-        self.query_one("#inbox-detail", Static).update(
-            f"{item.fragment.id} · {item.fragment.title} · {'; '.join(item.reasons)}" if item else "")
+        if item is None:
+            self.query_one("#inbox-detail", Static).update("")
+            return
+        table = self.query_one("#inbox", FitTable)
+        folded = table.folded_text(self._item_values()[table.cursor_row], skip=("id", "title", "reason"))
+        self.query_one("#inbox-detail", Static).update(" · ".join(
+            [item.fragment.id, item.fragment.title, "; ".join(item.reasons), *([folded] if folded else [])]))
 
     def _show_proposals(self, proposals: list) -> None:
-        table = self.query_one("#proposals", DataTable)
+        table = self.query_one("#proposals", FitTable)
         row = table.cursor_row
         self.proposals = proposals
-        table.clear()
-        for f in proposals:
-            table.add_row(clip(f.id, ID_WIDTH), f.kind, f.content.detail("proposed_by") or f.owner,
-                          clip(str(f.scope), TITLE_WIDTH), clip(f.title, TITLE_WIDTH))
+        self._fill(table, self._proposal_values())
         pane = self.query_one("#proposals-pane")
         pane.display = bool(proposals)
         if proposals:
@@ -135,8 +176,14 @@ class InboxScreen(WbScreen):
     @on(DataTable.RowHighlighted, "#proposals")
     def _show_proposal_detail(self) -> None:
         f = self._proposal()
-        self.query_one("#proposal-detail", Static).update(
-            f"{f.id} · {f.title} · proposed by {f.content.detail('proposed_by') or f.owner} in {f.scope}" if f else "")
+        if f is None:
+            self.query_one("#proposal-detail", Static).update("")
+            return
+        table = self.query_one("#proposals", FitTable)
+        folded = table.folded_text(self._proposal_values()[table.cursor_row], skip=("id", "title", "by", "scope"))
+        self.query_one("#proposal-detail", Static).update(" · ".join(
+            [f.id, f.title, f"proposed by {f.content.detail('proposed_by') or f.owner} in {f.scope}",
+             *([folded] if folded else [])]))
 
     def _on_proposals(self) -> bool:
         """Whether the proposals table has focus (the letter keys then act on proposals)."""

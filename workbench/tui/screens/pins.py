@@ -1,7 +1,9 @@
 """Pins: pin a fragment in a scope you lead (it then always reaches agents working there), or unpin.
 
 A fragment is picked by id or title, with completion over what you can see; an optional
-``until`` date ends the pin on its own. Non-leads see who may pin and why they cannot.
+``until`` date ends the pin on its own. Non-leads see who may pin and why they cannot. The table
+fits its width (``columns.fit``): title, kind, owner, age and scope first; until, who pinned,
+when, why and the id fold away on a narrow terminal (→ scrolls to them; the detail line has them).
 """
 
 from __future__ import annotations
@@ -17,16 +19,26 @@ from textual.validation import Function
 from textual.widgets import Button
 
 from ...errors import WorkbenchError
+from ..columns import Column, age_badges, clip, short_name
+from ..format import age, scope_label
 from ..messages import plain
 from ..plain import DataTable, Input, Select, Static, TextArea, plain_title
+from ..table import FitTable
 from .base import WbScreen
 from .keepwork import KeepsWork
 
-ID_WIDTH, TITLE_WIDTH = 26, 32
-
-
-def clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:width - 1] + "…"
+COLUMNS = (
+    Column("title", "title", priority=0, min_width=16, max_width=48, grow=True, comfort=24),
+    Column("kind", "kind", priority=0, whole=True, max_width=15),
+    Column("owner", "owner", priority=1, min_width=9, max_width=20, compact=short_name),
+    Column("age", "age", priority=1, whole=True, max_width=9),
+    Column("scope", "scope", priority=2, min_width=12, max_width=32),
+    Column("until", "until", priority=3, whole=True, max_width=10),
+    Column("by", "pinned by", priority=4, min_width=9, max_width=20, compact=short_name),
+    Column("at", "at", priority=4, whole=True, max_width=10),
+    Column("reason", "reason", priority=5, min_width=16, max_width=60),
+    Column("id", "id", priority=5, min_width=16, max_width=32),
+)
 
 
 def load(wb, me) -> tuple[list, list]:
@@ -76,11 +88,12 @@ class PinsScreen(KeepsWork, WbScreen):
         self.pins: list = []
         self.titles: dict[str, str] = {}      # id → title of every fragment the user may pick
         self.by_title: dict[str, list[str]] = {}
+        self.rows: dict = {}                  # id → the browse row of every fragment the user may pick
 
     def body(self) -> ComposeResult:
         yield Static("Pins: a pinned fragment always reaches agents working in its scope", classes="pane-title")
         yield Static("", id="pins-who", classes="hint", markup=False)
-        yield DataTable(id="pins", cursor_type="row", zebra_stripes=True)
+        yield FitTable(COLUMNS, fixed=1, id="pins")
         yield Static("", id="pin-detail", classes="hint", markup=False)
         with Horizontal(classes="pin-row", id="pin-what"):
             picker = Input(placeholder="type an id or a title; → completes", id="pin-id",
@@ -104,7 +117,6 @@ class PinsScreen(KeepsWork, WbScreen):
         yield Static("", id="errors", classes="error", markup=False)
 
     def on_mount(self) -> None:
-        self.query_one("#pins", DataTable).add_columns("id", "title", "scope", "until", "pinned by", "at", "reason")
         self.query_one("#pin-scope", Select).query_one("SelectCurrent").border_title = "Scope"
         led = [str(s) for s in self.me.lead_of]
         select = self.query_one("#pin-scope", Select)
@@ -126,17 +138,36 @@ class PinsScreen(KeepsWork, WbScreen):
     def _loaded(self, loaded: tuple[list, list]) -> None:
         self.pins, rows = loaded
         self.titles = {r.id: r.title for r in rows}
+        self.rows = {r.id: r for r in rows}
         self.by_title = {}
         for r in rows:
             self.by_title.setdefault(r.title.lower(), []).append(r.id)
         self.query_one("#pin-id", Input).suggester = SuggestFromList(
             [*sorted(self.titles), *sorted({r.title for r in rows})], case_sensitive=False)
-        table = self.query_one("#pins", DataTable)
-        table.clear()
+        self._paint()
+
+    def _values(self) -> list[dict]:
+        now, orgs, out = self.app.clock(), self.me.orgs, []
         for p in self.pins:
-            table.add_row(clip(p.fragment_id, ID_WIDTH), clip(self.titles.get(p.fragment_id, ""), TITLE_WIDTH),
-                          str(p.scope), f"{p.until:%Y-%m-%d}" if p.until else "-", p.pinned_by,
-                          f"{p.pinned_at:%Y-%m-%d}", p.reason or "")
+            r = self.rows.get(p.fragment_id)
+            out.append({"title": r.title if r else "", "kind": r.kind if r else "", "owner": r.owner if r else "",
+                        "age": age_badges(age(r.last_touched, now), stale=r.stale, pinned=True) if r else "",
+                        "scope": scope_label(p.scope, orgs), "until": f"{p.until:%Y-%m-%d}" if p.until else "-",
+                        "by": p.pinned_by, "at": f"{p.pinned_at:%Y-%m-%d}", "reason": p.reason or "",
+                        "id": p.fragment_id})
+        return out
+
+    @on(FitTable.Relaid, "#pins")
+    def _paint(self) -> None:
+        """Fill the table from the pins read last, laid out for its width."""
+        table = self.query_one("#pins", FitTable)
+        row = table.cursor_row
+        values = self._values()
+        table.prepare(values)
+        table.clear()
+        table.add_rows([table.cells(v) for v in values])
+        if values:
+            table.move_cursor(row=min(max(row, 0), len(values) - 1))
         self._show_detail()
 
     # -- the picker ----------------------------------------------------------------------
@@ -172,9 +203,12 @@ class PinsScreen(KeepsWork, WbScreen):
         if pin is None:
             detail.update("No pins in force in your scopes." if self.me.lead_of else "No pins you can see.")
             return
+        table = self.query_one("#pins", FitTable)
+        folded = table.folded_text(self._values()[table.cursor_row], skip=("id", "title", "scope", "until", "reason"))
         detail.update(f"{pin.fragment_id} · {self.titles.get(pin.fragment_id, '')} · {pin.scope}"
                       + (f" · until {pin.until:%Y-%m-%d}" if pin.until else "")
-                      + (f" · {pin.reason}" if pin.reason else "") + " · u unpins (from the table)")
+                      + (f" · {pin.reason}" if pin.reason else "") + (f" · {folded}" if folded else "")
+                      + " · u unpins (from the table)")
 
     def _highlighted(self):
         table = self.query_one("#pins", DataTable)

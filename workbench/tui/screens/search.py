@@ -1,5 +1,5 @@
-"""Search: results as you type (rank, title, id, confidence, score, kind, scope), with an explain
-pane for the highlighted hit (its full id, scope and title, the score breakdown, the settings
+"""Search: results as you type (rank, title, kind, owner, age and badges, confidence, scope, id,
+score: the last fold away on a narrow terminal, → scrolls to them), with an explain pane for the highlighted hit (its full id, scope and title, the score breakdown, the settings
 and stage timings) and pin, unpin, verify, snooze and edit on any result.
 
 Never blocked by the model: until the embedding model has loaded (``app.model_ready``), a query
@@ -10,16 +10,19 @@ Every search runs through ``app.submit`` (key "search": only the newest answer i
 
 from __future__ import annotations
 
+from datetime import timedelta
 from functools import partial
 
-from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 
-from ..format import clip, scope_label
+from ...service.browse import STALE_DAYS
+from ..columns import Column, age_badges, short_name
+from ..format import age, scope_label
 from ..messages import plain
-from ..plain import DataTable, Input, Static
+from ..plain import Input, Static
+from ..table import FitTable
 from .base import WbScreen
 from .rowactions import RowActions, RowFragment, row_bindings
 
@@ -28,13 +31,28 @@ MODEL_POLL_S = 0.25
 PREVIEW_NOTE = "lexical results while the model loads"
 
 
-def column_widths(width: int) -> dict[str, int]:
-    """Characters shown of the clipped columns at a terminal ``width``: the title takes what the
-    others leave (the explain pane has everything in full)."""
-    small = width < 100
-    widths = {"id": 10 if small else 20, "kind": 8 if small else 15, "scope": 16 if small else 24}
-    fixed = 7 * 2 + 2 + 4 + 4 + 2 + sum(widths.values())   # padding, rank, conf, score, scrollbar
-    return {"title": max(16, min(60, width - fixed)), **widths}
+COLUMNS = (
+    Column("rank", "#", priority=0, whole=True, max_width=3, justify="right"),
+    Column("title", "title", priority=0, min_width=24, max_width=60, grow=True, comfort=32),
+    Column("kind", "kind", priority=0, whole=True, max_width=15),
+    Column("owner", "owner", priority=1, min_width=9, max_width=20, compact=short_name),
+    Column("age", "age", priority=1, whole=True, max_width=9),
+    Column("conf", "conf", priority=1, whole=True, max_width=4, justify="right"),
+    Column("scope", "scope", priority=3, min_width=10, max_width=28),
+    Column("id", "id", priority=4, min_width=16, max_width=32),
+    Column("score", "score", priority=5, whole=True, max_width=6, justify="right"),
+)
+
+
+def hit_values(hit, kind: str, now, orgs) -> dict[str, str]:
+    """A hit's cells by column key (the table shortens them to the width it has)."""
+    f = hit.fragment
+    touched = max(f.updated_at, f.verified_at or f.updated_at)      # as Browse's rows (service.browse)
+    stale = f.status == "active" and touched < now - timedelta(days=STALE_DAYS)
+    return {"rank": str(hit.rank), "title": ("(old) " if hit.superseded_by else "") + f.title, "kind": kind,
+            "owner": f.owner, "age": age_badges(age(touched, now), stale=stale, pinned=bool(hit.scores.get("pinned"))),
+            "conf": "…" if hit.confidence is None else f"{hit.confidence:.2f}", "scope": scope_label(f.scope, orgs),
+            "id": hit.id, "score": f"{hit.score:.2f}"}
 
 
 def warm_lexical(wb) -> int:
@@ -86,11 +104,10 @@ class SearchScreen(RowActions, WbScreen):
     def body(self) -> ComposeResult:
         yield Input(value=self.initial, placeholder="search as you type…", id="search-input")
         yield Static("type to search", id="search-status", classes="hint", markup=False)
-        yield DataTable(id="results", cursor_type="row", zebra_stripes=True)
+        yield FitTable(COLUMNS, fixed=2, id="results")
         yield Static("", id="explain", markup=False)
 
     def on_mount(self) -> None:
-        self.query_one("#results", DataTable).add_columns("#", "title", "id", "conf", "score", "kind", "scope")
         self.query_one("#search-input", Input).focus()
         if self.initial:
             self.run_search(self.initial)
@@ -145,26 +162,13 @@ class SearchScreen(RowActions, WbScreen):
     # -- showing -------------------------------------------------------------------------
 
     def show(self, result, preview: bool = False) -> None:
-        table = self.query_one("#results", DataTable)
+        table = self.query_one("#results", FitTable)
         before = self.hits[table.cursor_row].id if self.hits and table.cursor_row < len(self.hits) else None
         self.result, self.preview = result, preview
         if preview:  # the first answer is on screen: now the model may take the CPU
             self.app.ensure_model()
         self.hits = list(result.hits) + list(result.avoid)
-        widths = column_widths(self.app.size.width)
-        orgs = self.me.orgs
-        table.clear()
-        for h in self.hits:
-            f = h.fragment
-            kind = "avoid" if h in result.avoid else f.kind
-            title = ("(old) " if h.superseded_by else "") + f.title
-            conf = "…" if h.confidence is None else f"{h.confidence:.2f}"
-            table.add_row(Text(str(h.rank)), Text(clip(title, widths["title"])), Text(clip(h.id, widths["id"])),
-                          Text(conf), Text(f"{h.score:.2f}"), Text(clip(kind, widths["kind"])),
-                          Text(clip(scope_label(f.scope, orgs), widths["scope"])))
-        ids = [h.id for h in self.hits]
-        if before in ids:
-            table.move_cursor(row=ids.index(before), animate=False)
+        self._paint(before)
         note = ""
         if preview:
             note = " · " + (PREVIEW_NOTE if self.app.model_state != "failed" else
@@ -173,11 +177,31 @@ class SearchScreen(RowActions, WbScreen):
         self._status(f"{len(result.hits)} hits, {len(result.avoid)} to avoid for “{result.query}”{note}")
         self._explain()
 
+    def _paint(self, keep: str | None = None) -> None:
+        """Fill the table from the hits, laid out for its width; the cursor stays on ``keep``."""
+        if self.result is None:
+            return
+        table = self.query_one("#results", FitTable)
+        now, orgs, ranked = self.app.clock(), self.me.orgs, len(self.result.hits)
+        values = [hit_values(h, "avoid" if i >= ranked else h.fragment.kind, now, orgs)   # the avoid rows come last
+                  for i, h in enumerate(self.hits)]
+        table.prepare(values)
+        table.clear()
+        table.add_rows([table.cells(v) for v in values])
+        ids = [h.id for h in self.hits]
+        if keep in ids:
+            table.move_cursor(row=ids.index(keep), animate=False)
+
+    @on(FitTable.Relaid, "#results")
+    def _relaid(self) -> None:
+        table = self.query_one("#results", FitTable)
+        self._paint(self.hits[table.cursor_row].id if self.hits and table.cursor_row < len(self.hits) else None)
+
     def _explain(self) -> None:
         if self.result is None:
             return
         r, lines = self.result, []
-        table = self.query_one("#results", DataTable)
+        table = self.query_one("#results", FitTable)
         if self.hits and table.cursor_row < len(self.hits):
             h = self.hits[table.cursor_row]
             f, s = h.fragment, h.scores
@@ -197,7 +221,7 @@ class SearchScreen(RowActions, WbScreen):
         self.query_one("#explain", Static).update("\n".join(lines))
 
     def row_fragment(self) -> RowFragment | None:
-        table = self.query_one("#results", DataTable)
+        table = self.query_one("#results", FitTable)
         if not self.hits or not 0 <= table.cursor_row < len(self.hits):
             return None
         f = self.hits[table.cursor_row].fragment
@@ -218,11 +242,11 @@ class SearchScreen(RowActions, WbScreen):
             self._timer.stop()
         self.run_search(event.value)
 
-    @on(DataTable.RowHighlighted, "#results")
+    @on(FitTable.RowHighlighted, "#results")
     def _highlighted(self) -> None:
         self._explain()
 
-    @on(DataTable.RowSelected, "#results")
+    @on(FitTable.RowSelected, "#results")
     def _chosen(self) -> None:
         self.open_row()
 
@@ -231,7 +255,7 @@ class SearchScreen(RowActions, WbScreen):
         pane.display = not pane.display
 
     def action_focus_results(self) -> None:
-        table = self.query_one("#results", DataTable)
+        table = self.query_one("#results", FitTable)
         if self.focused is not table:
             table.focus()
         else:
