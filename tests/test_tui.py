@@ -353,9 +353,9 @@ async def _conflict_in_the_editor(app, pilot, sample_workspace, tmp_path, fid):
     assert "+Edited from the CLI while the TUI editor was open." in diff and "@v1" in diff
     assert editor_screen.query_one("#editor").text == mine  # the user's text is still there
     footer_keys = {b.id for b in ConflictScreen.BINDINGS}
-    assert {"conflict-reload", "conflict-keep-mine", "conflict-cancel"} <= footer_keys
+    assert {"conflict-reload", "conflict-confirm", "conflict-cancel"} <= footer_keys
     shown = {binding.description for _, binding, enabled, _ in app.active_bindings.values() if binding.show}
-    assert {"Reload latest", "Keep my text, save over latest", "Cancel"} <= shown
+    assert {"Reload latest", "Keep mine, save over v2", "Cancel"} <= shown
     # the store holds the CLI's version; the TUI saved nothing
     history = wb_history(app, fid)
     assert [(v.number, v.author) for v in history] == [(1, history[0].author), (2, "priya.raman")]

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import shutil
 
+import pytest
+from server_support import start_server, stop_server
 from tui_support import LARGE, NOW, SMALL, settle, until
 
-from server_support import start_server, stop_server
 from workbench.tui.app import WorkbenchApp
 from workbench.tui.connection import header_line, home_relative
 
@@ -36,12 +37,14 @@ async def test_a_local_app_says_local_and_its_folder(sample_wb):
     app.wait_for_jobs(30)
 
 
+@pytest.mark.slow  # two server starts
 async def test_an_unreachable_server_keeps_the_dialog_and_the_app_reconnects_to_its_new_port(
         sample_workspace_template, tmp_path, monkeypatch):
+    from tui_support import app_for
+
     from workbench import Workbench
     from workbench.cli.tui_client import remote_workbench
     from workbench.tui.screens.pin_dialog import PinDialog
-    from tui_support import app_for
 
     root = tmp_path / "ws"
     shutil.copytree(sample_workspace_template, root)

@@ -38,7 +38,7 @@ def _dialogs(wb):
     cancelling answers). Covers every Dialog subclass (checked below)."""
     from workbench.models import Scope
     from workbench.service.impact_report import ImpactReport
-    from workbench.tui.screens import confirm, conflict, pin_dialog, prompt, review, revert
+    from workbench.tui.screens import confirm, conflict, pin_dialog, prompt, revert, review
 
     fragment = wb.get(FID, principal="marco.bianchi")
     version = wb.history(FID, principal="marco.bianchi")[0]
