@@ -39,7 +39,7 @@ async def saved(pilot, app):
     changes golden queries), then wait for the fragment screen."""
     await until(pilot, lambda: screen_name(app) in ("FragmentScreen", "SaveAnywayScreen"))
     if screen_name(app) == "SaveAnywayScreen":
-        await pilot.press("s")
+        await pilot.press("ctrl+s")
     await until(pilot, lambda: screen_name(app) == "FragmentScreen")
 
 
@@ -353,9 +353,9 @@ async def _conflict_in_the_editor(app, pilot, sample_workspace, tmp_path, fid):
     assert "+Edited from the CLI while the TUI editor was open." in diff and "@v1" in diff
     assert editor_screen.query_one("#editor").text == mine  # the user's text is still there
     footer_keys = {b.id for b in ConflictScreen.BINDINGS}
-    assert {"conflict-reload", "conflict-keep-mine", "conflict-cancel"} <= footer_keys
+    assert {"conflict-reload", "conflict-confirm", "conflict-cancel"} <= footer_keys
     shown = {binding.description for _, binding, enabled, _ in app.active_bindings.values() if binding.show}
-    assert {"Reload latest", "Keep my text, save over latest", "Cancel"} <= shown
+    assert {"Reload latest", "Keep mine, save over v2", "Cancel"} <= shown
     # the store holds the CLI's version; the TUI saved nothing
     history = wb_history(app, fid)
     assert [(v.number, v.author) for v in history] == [(1, history[0].author), (2, "priya.raman")]
@@ -398,7 +398,7 @@ async def test_a_cli_edit_while_the_editor_is_open_is_not_overwritten_reload(wb,
         await pilot.press("ctrl+s")  # still from v1: the conflict again, not an overwrite
         await until(pilot, lambda: screen_name(app) == "ConflictScreen")
         assert bases == [1, 1] and len(wb_history(app, fid)) == 2
-        await pilot.press("r")  # reload latest: the editor holds v2, the user's text is kept beside it
+        await pilot.press("ctrl+r")  # reload latest: the editor holds v2, the user's text is kept beside it
         await pilot.pause()
         assert app.screen is editor_screen and editor_screen.base == 2
         assert editor_screen.query_one("#editor").text == CLI_BODY.strip()
@@ -420,7 +420,7 @@ async def test_a_cli_edit_while_the_editor_is_open_keep_mine_saves_over_latest(w
     bases, saves = spy_on_edits(app)
     async with app.run_test(size=SIZE) as pilot:
         _, mine = await _conflict_in_the_editor(app, pilot, sample_workspace, tmp_path, fid)
-        await pilot.press("k")  # explicit: keep my text and save it over v2
+        await pilot.press("ctrl+s")  # explicit: keep my text and save it over v2
         await saved(pilot, app)
         assert bases == [1, 2] and saves == [2]
     history = wb.history(fid, principal="marco.bianchi")
@@ -483,7 +483,7 @@ async def test_escape_with_unsaved_changes_asks_before_discarding(wb):
         assert "Discard changes?" in str(app.screen.query_one(".pane-title").render())
         shown = {binding.description for _, binding, enabled, _ in app.active_bindings.values() if binding.show}
         assert {"Discard", "Keep editing"} <= shown
-        await pilot.press("k")  # keep editing: the text is intact
+        await pilot.press("escape")  # keep editing: the text is intact
         await pilot.pause()
         assert app.screen is editor_screen and editor_screen.query_one("#editor").text == typed
         await pilot.press("escape")
@@ -493,7 +493,7 @@ async def test_escape_with_unsaved_changes_asks_before_discarding(wb):
         assert app.screen is editor_screen
         await pilot.press("escape")
         await pilot.pause()
-        await pilot.press("d")
+        await pilot.press("ctrl+s")  # discard
         await pilot.pause()
         assert screen_name(app) == "FragmentScreen"
     assert len(wb.history(fid, principal="marco.bianchi")) == 1

@@ -81,12 +81,12 @@ async def test_quit_with_an_unsaved_edit_asks_first(wb):
         await pilot.pause()
         assert name(app) == "DiscardScreen" and app.is_running
         assert "Quitting" in " ".join(str(label.render()) for label in app.screen.query("Label"))
-        await pilot.press("k")  # keep editing
+        await pilot.press("escape")  # keep editing
         await pilot.pause()
         assert name(app) == "EditScreen" and app.screen.query_one("#editor").text.startswith("draft ")
         await pilot.press("ctrl+q")
         await pilot.pause()
-        await pilot.press("d")
+        await pilot.press("ctrl+s")  # discard
         await until(pilot, lambda: not app.is_running or app._exit_renderables is not None or app.closing)
         assert app.closing
     assert wb.get("nw-rb-psp-failover", principal="marco.bianchi").version == 1  # nothing saved

@@ -67,8 +67,8 @@ async def test_an_edit_breaking_a_golden_answer_asks_first_and_cancel_saves_noth
         assert "#3 → out of top 10" in shown and "loses its answer" in shown     # and the rank before → after
         for selector in ("#impact-save-button", "#impact-cancel-button"):
             assert inside_screen(app, dialog.query_one(selector)), selector
-        assert dialog.focused.id == "impact-cancel-button"                        # the safe answer is the default
-        await pilot.press("c")
+        assert dialog.focused.id == "impact-save-button"          # enter confirms, as in every dialog
+        await pilot.press("escape")                                                # cancel
         await settle(pilot)
         assert app.screen is editor and editor.query_one("#editor").text == BROKEN   # the text is kept
         assert "Not saved" in str(editor.query_one("#errors").render())
@@ -84,7 +84,7 @@ async def test_save_anyway_saves_the_edit(wb):
         await settle(pilot)
         await edit_and_save(app, pilot, FAILOVER, BROKEN, "shorten the runbook")
         assert isinstance(app.screen, SaveAnywayScreen)
-        await pilot.press("s")
+        await pilot.press("ctrl+s")
         await settle(pilot)
         assert type(app.screen).__name__ == "FragmentScreen" and app.screen.fragment.version == 2
     assert wb.get(FAILOVER, principal=DAN).body == BROKEN

@@ -102,13 +102,13 @@ async def test_export_over_an_earlier_export_asks_then_overwrites(wb, tmp_path, 
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         dialog = app.screen
         assert str(out) in dialog.message and inside_screen(app, dialog.query_one(".confirm-box"))
-        await pilot.press("n")  # cancel: the folder is left as it was
+        await pilot.press("escape")  # cancel: the folder is left as it was
         await settle(pilot)
         assert app.screen is screen and (out / "AGENTS.md").read_text() == "a hand edit\n"
         assert "left as it was" in shown(screen.query_one("#export-summary"))
         await pilot.press("ctrl+s")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-        await pilot.press("y")  # overwrite
+        await pilot.press("ctrl+s")  # overwrite
         await until(pilot, lambda: (out / "AGENTS.md").read_text() != "a hand edit\n" and app.pending == 0)
         assert app.screen is screen and "wrote AGENTS.md to" in shown(screen.query_one("#export-summary"))
     assert (out / "AGENTS.md").read_text() == written
@@ -133,7 +133,7 @@ async def test_a_bundle_needs_a_set_and_overwrites_only_when_confirmed(wb, tmp_p
         (out / "manifest.yaml").write_text("not a manifest\n")
         await pilot.press("ctrl+s")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-        await pilot.press("y")  # a bundle into a folder that is not empty is written only when forced
+        await pilot.press("ctrl+s")  # a bundle into a folder that is not empty is written only when forced
         await until(pilot, lambda: (out / "manifest.yaml").read_text() != "not a manifest\n" and app.pending == 0)
         assert "wrote a bundle of" in shown(screen.query_one("#export-summary"))
 
@@ -252,12 +252,12 @@ async def test_unpin_asks_first(wb, size):
         await pilot.press("u")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         assert "nw-rb-psp-failover" in app.screen.message
-        await pilot.press("n")
+        await pilot.press("escape")
         await settle(pilot)
         assert app.screen is screen and len(wb.pins(principal="marco.bianchi")) == 1
         await pilot.press("u")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-        await pilot.press("y")
+        await pilot.press("ctrl+s")
         await until(pilot, lambda: screen.query_one("#pins").row_count == 0 and app.pending == 0)
     assert wb.pins(principal="marco.bianchi") == []
 
@@ -391,9 +391,9 @@ async def test_prompt_and_confirm_fit_the_terminal(wb, size):
         await settle(pilot)
         box = app.screen.query_one(".confirm-box")
         assert inside_screen(app, box) and inside_screen(app, app.screen.query_one("#confirm-yes-button"))
-        await pilot.press("enter")  # the focused default is the safe answer
+        await pilot.press("enter")  # enter confirms, as in every dialog
         await settle(pilot)
-    assert answers == ["some/folder", False]
+    assert answers == ["some/folder", True]
 
 
 # -- messages in the TUI's words -----------------------------------------------------------

@@ -319,12 +319,12 @@ async def test_escape_with_unsaved_text_asks_keep_then_discard(wb, size):
         await pilot.pause()
         assert name(app) == "DiscardScreen"
         assert all(inside_screen(app, app.screen.query_one(s)) for s in ("#discard-yes-button", "#discard-keep-button"))
-        await pilot.press("k")  # keep: the text is intact
+        await pilot.press("escape")  # keep editing: the text is intact
         await pilot.pause()
         assert app.screen is editor and editor.query_one("#editor").text == typed and editor.unsaved_text()
         await pilot.press("escape")
         await pilot.pause()
-        await pilot.press("d")  # discard
+        await pilot.press("ctrl+s")  # discard
         await settle(pilot)
         assert app.screen is screen
     assert edits == [] and wb.get(FID, principal=ME).version == 1
@@ -386,7 +386,7 @@ async def test_a_conflicting_edit_reload_keeps_the_users_text(wb, size):
     app = app_for(wb)
     async with app.run_test(size=size) as pilot:
         editor, mine = await _conflict(app, pilot, wb)
-        await pilot.press("r")
+        await pilot.press("ctrl+r")
         await settle(pilot)
         assert app.screen is editor and editor.base == 2
         assert editor.query_one("#editor").text == "Saved by priya meanwhile."
@@ -409,7 +409,7 @@ async def test_a_conflicting_edit_keep_mine_saves_over_the_latest(wb, size):
     app = app_for(wb)
     async with app.run_test(size=size) as pilot:
         _, mine = await _conflict(app, pilot, wb)
-        await pilot.press("k")
+        await pilot.press("ctrl+s")
         await save_anyway(pilot)  # saving over the latest is checked against the latest
         assert name(app) == "FragmentScreen" and app.screen.fragment.version == 3
     assert [c["base"] for c in checks] == [1, 2] and [e["base"] for e in edits if "base" in e] == [2]

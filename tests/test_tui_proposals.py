@@ -74,7 +74,10 @@ async def test_a_lead_opens_a_proposal_then_rejects_it_with_a_reason_its_author_
         await pilot.press("escape")
         screen = await open_proposals(pilot, app, 1)
         await pilot.press("r")
-        await until(pilot, lambda: screen_name(app) == "PromptScreen")
+        await until(pilot, lambda: screen_name(app) == "RejectDialog")
+        await pilot.press("enter")   # no reason: refused in the dialog
+        await pilot.pause()
+        assert screen_name(app) == "RejectDialog" and screen.proposals
         await pilot.press(*"already in the webhook runbook")
         await pilot.press("enter")
         await until(pilot, lambda: screen_name(app) == "InboxScreen" and not screen.proposals)
@@ -95,10 +98,12 @@ async def test_a_refused_accept_is_a_notification_and_the_proposal_stays(wb):
         await until(pilot, lambda: screen_name(app) == "AcceptDialog")
         app.screen.query_one("#accept-dialog-owner").value = "hannah.lee"   # not a member of payments-api
         await pilot.press("ctrl+s")
-        await until(pilot, lambda: screen_name(app) == "InboxScreen" and app.pending == 0)
-        await settle(pilot)
-        assert [f.id for f in screen.proposals] == [pid]
+        await settle(pilot)  # refused: the dialog stays open with what was typed, the error is a notification
+        assert screen_name(app) == "AcceptDialog" and app.screen.query_one("#accept-dialog-owner").value == "hannah.lee"
         assert any("hannah.lee" in n.message for n in app._notifications)
+        await pilot.press("escape")
+        await until(pilot, lambda: screen_name(app) == "InboxScreen")
+        assert [f.id for f in screen.proposals] == [pid]
     assert wb.get(pid, principal="marco.bianchi").status == "proposed"
 
 

@@ -84,7 +84,7 @@ async def test_the_tui_opens_as_a_client_and_a_search_shows_the_servers_hits(tea
     app = app_for(wb, principal=MARCO)
     async with app.run_test(size=LARGE) as pilot:
         await settle(pilot)
-        assert app.sub_title == f"sample · as {MARCO} · floor {PRIOR.floor:.2f} (prior)"  # calibration_info remotely
+        assert app.sub_title == f"sample · as {MARCO} · floor {PRIOR.floor:.2f} (prior) · server {running.url}"
         assert app.screen.query_one("#fragments").row_count == 69  # what marco sees of the sample
         await pilot.press("slash")
         await pilot.press(*"customer charged twice", "enter")

@@ -21,6 +21,13 @@ class AppUnderTest(WorkbenchApp):
 
     wait_jobs_at_exit = True
 
+    def location(self) -> str:
+        """A local workspace as its last folder (``local …/sample-ws``): snapshots show the same
+        header wherever the test's folder is (tests/test_tui_connection.py checks the real one)."""
+        from workbench.tui.connection import shortened
+
+        return shortened(super().location())
+
     @asynccontextmanager
     async def run_test(self, *args, **kwargs):
         async with super().run_test(*args, **kwargs) as pilot:
@@ -130,6 +137,6 @@ async def save_anyway(pilot) -> bool:
     await settle(pilot)
     if type(pilot.app.screen).__name__ != "SaveAnywayScreen":
         return False
-    await pilot.press("s")
+    await pilot.press("ctrl+s")
     await settle(pilot)
     return True

@@ -5,7 +5,8 @@ When ``workbench server`` holds the workspace (its advert) or ``WORKBENCH_URL`` 
 a ``RemoteWorkbench`` over that server instead of opening the workspace, which the server holds.
 The choice is made here, by the launcher: the ``tui`` face may not import the server (the layers
 in pyproject.toml), and it never needs to know which facade it has. Without a server, the TUI
-opens the workspace itself, as it always did.
+opens the workspace itself, as it always did. The facade is given ``locate``, which finds the
+server again the same way, so the TUI follows a server that restarted on another port.
 
 ``python -m workbench.cli.tui_client --workspace W [--as P]`` is a browser tab's app process when
 ``workbench serve`` runs beside a team server (``workbench.tui.served``, with this choice made
@@ -28,7 +29,12 @@ def remote_workbench(workspace: str | None) -> Any | None:
         return None
     from ..remote.client import RemoteWorkbench
 
-    return RemoteWorkbench(endpoint.url, endpoint.token, source=endpoint.source)
+    def locate() -> tuple[str, str | None] | None:
+        """Where the server is now (it may have restarted on another port): read again as above."""
+        found = endpoint_for(workspace)
+        return None if found is None else (found.url, found.token)
+
+    return RemoteWorkbench(endpoint.url, endpoint.token, source=endpoint.source, locate=locate)
 
 
 def ignored_as(remote: Any, principal: str | None) -> str | None:

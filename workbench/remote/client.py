@@ -7,6 +7,10 @@ a core error comes back as its ``workbench.errors`` class with its message and `
 failure to reach the server, or a refused token, as a one-line ``UserError``. Who acts is the
 server's decision (``rpc``): a non-admin token always acts as its own principal.
 
+``where()`` names the server; ``ping()`` asks whether it answers, and follows it to the address the
+launcher's ``locate`` finds when it restarted elsewhere (the TUI shows both in its header). A call
+that cannot reach the server fails at once (never retried, never queued).
+
 What a local facade does for its own process is done here without the server: ``config`` and
 ``principals()`` are fetched once; the index is the server's, always warm (``index.model_loaded()``
 is True, ``index.load_model()``, ``release()`` and ``close()`` do nothing, ``search_index()`` is an
@@ -19,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import UserError, WorkbenchError
@@ -26,16 +31,25 @@ from . import codec
 from .methods import CONFIG, METHODS
 
 TIMEOUT_S = float(os.environ.get("WORKBENCH_CLIENT_TIMEOUT", "600"))
+PING_TIMEOUT_S = 2.0   # how long ``ping`` waits for the server's /healthz
 LOCAL = {"principal", "principals", "quick_lexical"}   # methods defined below, not generated
 
 
 class RemoteWorkbench:
     """The core API of the workspace a team server at ``url`` holds, as the bearer ``token``'s
-    principal. ``source`` says where the address came from (for error messages)."""
+    principal. ``source`` says where the address came from (for error messages). ``locate``, when
+    given, says where the server is now, as ``(url, token)`` or None (the launcher reads the
+    server's advert again): ``ping`` follows a server that restarted at another address.
+
+    ``reachable`` is whether the last request reached the server (a refused token or a core error
+    did reach it); a request that cannot reach it is never retried or queued: it fails, and the
+    face says so."""
 
     def __init__(self, url: str, token: str | None = None, *, source: str = "WORKBENCH_URL",
-                 timeout: float = TIMEOUT_S):
+                 timeout: float = TIMEOUT_S, locate: Callable[[], tuple[str, str | None] | None] | None = None):
         self.url, self.token, self.source, self.timeout = url.rstrip("/"), token, source, timeout
+        self.locate = locate
+        self.reachable = True
         self.index = _ServerIndex()
         self._config = None
         self._principals: list | None = None
@@ -73,11 +87,14 @@ class RemoteWorkbench:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 answer = json.loads(response.read().decode("utf-8"))
         except urllib.error.HTTPError as e:
+            self.reachable = True
             raise self._failure(e) from e
         except (urllib.error.URLError, OSError, ValueError) as e:
+            self.reachable = False
             reason = getattr(e, "reason", e)
             raise UserError(f"cannot reach the workbench server at {self.url} ({reason}; named by "
                             f"{self.source})") from e
+        self.reachable = True
         if not isinstance(answer, dict) or "result" not in answer:
             raise UserError(f"the workbench server at {self.url} answered without a result")
         return answer
@@ -93,6 +110,32 @@ class RemoteWorkbench:
         hint = " (set WORKBENCH_TOKEN to a token from `workbench token create`)" if e.code == 401 else ""
         return UserError(f"server at {self.url}: {error if isinstance(error, str) else e.reason} "
                          f"(HTTP {e.code}){hint}")
+
+    # -- the connection --------------------------------------------------------------------------
+
+    def where(self) -> str:
+        """Where this facade's workspace is, for a face to show: ``server <url>``."""
+        return f"server {self.url}"
+
+    def ping(self) -> bool:
+        """Whether the server answers now (its /healthz, no token needed): at this address, else at
+        the one ``locate`` names now (then this facade moves there, with its token). Sets and
+        returns ``reachable``; never raises."""
+        if _healthy(self.url):
+            self.reachable = True
+            return True
+        try:
+            found = self.locate() if self.locate is not None else None
+        except Exception:  # noqa: BLE001 - a probe never fails: the server is just not found
+            found = None
+        if found is not None:
+            url, token = found[0].rstrip("/"), found[1]
+            if url != self.url and _healthy(url):
+                self.url, self.token = url, token or self.token
+                self.reachable = True
+                return True
+        self.reachable = False
+        return False
 
     # -- what a local facade does for its own process ---------------------------------------
 
@@ -170,6 +213,16 @@ class _NoIndex:
 
     def lexical(self, backend: str = "bm25") -> None:
         return None
+
+
+def _healthy(url: str) -> bool:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url + "/healthz", timeout=PING_TIMEOUT_S) as response:
+            return response.status == 200
+    except (OSError, ValueError):
+        return False
 
 
 def _cwd() -> str | None:

@@ -28,12 +28,12 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import ProgressBar
 
 from ..errors import WorkbenchError
 from ..inert import inert
+from .connection import Connection, header_line, where
 from .format import calibration_label
-from .plain import Static
+from .jobs import JobLine
 
 
 def plain(message: str) -> str:
@@ -50,7 +50,7 @@ SLOW_JOB_S = 0.3        # a job running longer than this shows its label in the 
 LETTER_ACTIONS = {"browse", "search", "inbox", "pins", "new_antipattern", "export", "help", "quit", "gaps"}
 
 
-class WorkbenchApp(App):
+class WorkbenchApp(JobLine, App):
     """The workbench TUI on one open workspace, acting as one principal."""
 
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: a subclass elsewhere finds it too
@@ -89,12 +89,21 @@ class WorkbenchApp(App):
         self.model_state = "not loaded" if load_model else "off"
         self.offered = frozenset(workbench.actions(self.principal))  # the write actions it may take at all
         self.calibration = calibration_label(workbench.calibration_info())  # for the header: one meta row
+        self.connection = Connection(self, self._show_identity)  # local <path> or server <url>, and whether it answers
         self._show_identity()
 
     def _show_identity(self) -> None:
         model = {"loading": " · model loading…", "failed": " · model unavailable"}.get(self.model_state, "")
-        calibrated = f" · {self.calibration}" if self.calibration else ""
-        self.sub_title = f"{self.wb.config.name} · as {self.principal.name}{calibrated}{model}"
+        width = self.size.width if self.is_running else 120
+        self.sub_title = header_line(f"{self.wb.config.name} · as {self.principal.name}", self.calibration, model,
+                                     self.location(), self.connection.suffix(), width)
+
+    def location(self) -> str:
+        """Where the workspace is: ``local <folder>`` or ``server <url>`` (the header shows it)."""
+        return where(self.wb)
+
+    def on_resize(self) -> None:
+        self._show_identity()
 
     def notify(self, message: str, *, title: str = "", severity: str = "information", timeout: float | None = None,
                markup: bool = False) -> None:
@@ -157,6 +166,7 @@ class WorkbenchApp(App):
         def deliver(outcome: str, value: Any) -> None:
             self.pending -= 1
             shown["ended"] = True
+            self.connection.noticed()
             if timer is not None:
                 timer.stop()
             if shown["label"]:
@@ -231,6 +241,7 @@ class WorkbenchApp(App):
 
         self.push_screen(BrowseScreen())
         self.set_interval(0.5, self._release_when_idle)
+        self.connection.start()
         self.set_timer(1.0, self._preload)
         if self.load_model:  # not at once: importing torch starves the UI thread of the GIL for seconds
             self.set_timer(MODEL_DELAY_S, self.ensure_model)
@@ -277,53 +288,6 @@ class WorkbenchApp(App):
                 except RuntimeError:
                     pass
         threading.Thread(target=run, name="wb-model", daemon=True).start()
-
-    # -- jobs with progress ---------------------------------------------------------------
-
-    def _bar(self) -> tuple[Static, ProgressBar] | None:
-        try:
-            return self.screen.query_one("#job-label", Static), self.screen.query_one("#job", ProgressBar)
-        except Exception:  # noqa: BLE001 - a screen without a job bar (a modal prompt)
-            return None
-
-    def start_job(self, label: str, total: int | None = None) -> None:
-        self.job_active = True
-        found = self._bar()
-        if found:
-            found[0].update(label)
-            found[1].update(total=total, progress=0)
-            found[0].display = found[1].display = True
-
-    def job_progress(self, stage: str, done: int, total: int) -> None:
-        def update() -> None:
-            found = self._bar()
-            if found:
-                found[0].update(f"{stage}: {done}/{total}")
-                found[1].update(total=total, progress=done)
-                found[0].display = found[1].display = True
-        self.call_from_thread(update)
-
-    def end_job(self, message: str | None = None, severity: str = "information") -> None:
-        self.job_active = False
-        found = self._bar()
-        if found:
-            found[0].display = found[1].display = False
-        if message:
-            self.notify(message, severity=severity)
-
-    def run_job(self, label: str, fn: Callable[[Callable], str], *, write: bool = True) -> None:
-        """Run ``fn(progress)`` as a job with a progress bar shown from the start; its return value
-        is the closing notification. Counts as a write (screens reload) unless ``write=False``."""
-        self.start_job(label)
-
-        def done(message: str) -> None:
-            self.end_job(message)
-            self.refresh_screen()
-
-        def failed(e: WorkbenchError) -> None:
-            self.end_job(plain(e), "error")
-
-        self.submit(fn, self.job_progress, done=done, failed=failed, write=write)
 
     def refresh_screen(self) -> None:
         reload = getattr(self.screen, "reload", None)
@@ -455,7 +419,8 @@ class WorkbenchApp(App):
         def done(value: str | None) -> None:
             if value:
                 self.ingest_folder(value)
-        self.push_screen(PromptScreen("Ingest fragment files from folder:", placeholder="sample_corpus/fragments"),
+        self.push_screen(PromptScreen("Ingest fragment files from folder:", placeholder="sample_corpus/fragments",
+                                      confirm="Ingest"),
                          done)
 
 

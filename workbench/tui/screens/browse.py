@@ -5,7 +5,8 @@ node's fragments and space folds it.
 Each tree node's number is the number of rows the table shows when that node is selected
 (browse.Branch): an org shows all of the org, "(org-wide)" the org's fragments without a repo.
 Enter selects a node, space folds it, ``t`` hides the tree. Owner and kind filters take a
-prefix or the letters in order (``mar``, ``mbianchi``; ``anti``, ``ap``). Rows are read through
+prefix or the letters in order (``mar``, ``mbianchi``; ``anti``, ``ap``); a filter that matches
+several shows them all, under the filters (the table shows the rows of each). Rows are read through
 ``app.submit`` and painted a screenful first, then in batches, so 10k fragments paint fast; the
 screen reloads after any write and keeps its node, filters and cursor.
 """
@@ -52,6 +53,7 @@ class BrowseScreen(RowActions, WbScreen):
     #filters { height: auto; }
     #filters Input { width: 1fr; min-width: 12; }
     #filter-stale { width: auto; }
+    #filter-matches { height: auto; max-height: 2; }
     #fragments { height: 1fr; }
     #browse-detail { height: auto; max-height: 2; padding: 0 1; background: $boost; }
     """
@@ -90,6 +92,7 @@ class BrowseScreen(RowActions, WbScreen):
                     yield Input(placeholder="kind (fuzzy)", id="filter-kind",
                                 tooltip="kind: a prefix (anti) or letters in order (ap)")
                     yield Checkbox("stale", id="filter-stale", tooltip="stale only (s)")
+                yield Static("", id="filter-matches", classes="hint", markup=False)
                 yield Static("loading…", id="browse-count", classes="hint", markup=False)
                 yield FitTable(COLUMNS, fixed=1, id="fragments")
                 yield Static("", id="browse-detail", markup=False)
@@ -206,15 +209,21 @@ class BrowseScreen(RowActions, WbScreen):
 
     def _count(self, owner: str, kind: str, stale: bool) -> None:
         parts = [f"{len(self.rows)} fragments · {self.branch}"]
+        several = []
         for label, typed, values in (("owner", owner, {s.owner for s in self.items or []}),
                                      ("kind", kind, {s.kind for s in self.items or []})):
             if typed.strip():
                 found = sorted(matching(typed, values))
-                parts.append(f"{label} {', '.join(found[:3])}{' …' if len(found) > 3 else ''}" if found
-                             else f"no {label} matches “{typed.strip()}”")
+                parts.append(f"{label} {found[0]}" if len(found) == 1 else
+                             f"{len(found)} {label}s" if found else f"no {label} matches “{typed.strip()}”")
+                if len(found) > 1:
+                    several.append(candidates(label, typed, found))
         if stale:
             parts.append("stale only")
         self.query_one("#browse-count", Static).update(" · ".join(parts))
+        matches = self.query_one("#filter-matches", Static)
+        matches.update("\n".join(several))
+        matches.display = bool(several)
 
     def _detail(self) -> None:
         """The highlighted row in full: id, title, scope (the table cuts them), then the columns
@@ -301,6 +310,14 @@ class BrowseScreen(RowActions, WbScreen):
     def commands(self):
         return [("Stale only", self.action_toggle_stale), ("Show or hide the scope tree", self.action_toggle_tree),
                 ("Reload", self.action_reload), *self.row_commands()]
+
+
+def candidates(label: str, typed: str, found: list[str], shown: int = 8) -> str:
+    """The line that lists what a filter matches when it matches several (all of them are shown
+    in the table): never one of them picked silently."""
+    more = f", and {len(found) - shown} more" if len(found) > shown else ""
+    return (f"{label} “{typed.strip()}” matches {len(found)}: {', '.join(found[:shown])}{more} "
+            "(type more to narrow)")
 
 
 def _walk(node):

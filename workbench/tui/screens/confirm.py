@@ -1,118 +1,96 @@
-""""Discard changes?" and "Save anyway?" in a small modal box, answered by key or button.
+"""“Discard changes?” and “Save anyway?”: small modal questions in the shared dialog frame.
 
-They only ask: the caller decides what discarding or saving means. Escape and enter on the
-focused default are the safe answer (keep editing; save nothing); only `d` (or the Discard
-button), or `s` (Save anyway) says yes.
+They only ask: the caller decides what discarding or saving means. "Save anyway?": ``ctrl+s``
+or enter says yes, escape or Cancel saves nothing. "Discard changes?" is the one dialog whose
+confirming keys keep the work: ``ctrl+s`` (the reflex of someone who wants their text saved),
+enter and escape all mean "Keep editing"; throwing the text away takes its own key, ``ctrl+d``,
+or the Discard button.
 """
 
 from __future__ import annotations
 
-from textual import on
+from typing import ClassVar
+
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
-from textual.widgets import Button, Footer
+from textual.containers import VerticalScroll
 
 from ..plain import Label
+from .dialog import Dialog, dialog_bindings
 
 
-class DiscardScreen(ModalScreen[bool]):
+class DiscardScreen(Dialog):
     """Dismisses with True to discard, False to keep editing."""
 
+    BOX_CLASSES = "confirm-box"
+    CANCELLED = False
+    VARIANTS: ClassVar[dict[str, str]] = {"discard": "error", "confirm": "primary"}
+    BUTTON_IDS: ClassVar[dict[str, str]] = {"discard": "discard-yes-button", "confirm": "discard-keep-button"}
     DEFAULT_CSS = """
-    DiscardScreen { align: center middle; }
-    .confirm-box { width: 72; height: auto; padding: 1 2; border: thick $warning; background: $surface; }
-    .confirm-box Label { width: 1fr; }
-    .dialog-actions { height: auto; margin-top: 1; }
-    .dialog-actions Button { margin: 0 1; }
+    DiscardScreen .dialog-box { border: thick $warning; }
+    DiscardScreen .dialog-box Label { width: 1fr; }
     """
-
-    BINDINGS = [
-        Binding("d", "discard", "Discard", id="discard-yes"),
-        Binding("k", "keep", "Keep editing", id="discard-keep"),
-        Binding("escape", "keep", "Keep editing", id="discard-cancel", show=False),
-    ]
+    BINDINGS = [Binding("ctrl+d", "discard", "Discard", id="discard-discard", priority=True),
+                Binding("ctrl+s", "confirm", "Keep editing", id="discard-confirm", priority=True),
+                Binding("escape", "confirm", "Keep editing", id="discard-cancel", show=False),
+                Binding("enter", "enter", "Keep editing", id="discard-enter", show=False)]
 
     def __init__(self, what: str = "your changes", leaving: str = "Leaving now") -> None:
         super().__init__()
         self.what, self.leaving = what, leaving
 
-    def compose(self) -> ComposeResult:
-        with Vertical(classes="confirm-box"):
-            yield Label("Discard changes?", classes="pane-title")
-            yield Label(f"{self.leaving} throws away {self.what}; nothing has been saved.", markup=False)
-            with Horizontal(classes="dialog-actions"):
-                yield Button("Discard (d)", id="discard-yes-button", variant="error")
-                yield Button("Keep editing (k)", id="discard-keep-button", variant="primary")
-        yield Footer()
+    def body(self) -> ComposeResult:
+        yield Label("Discard changes?", classes="pane-title")
+        yield Label(f"{self.leaving} throws away {self.what}; nothing has been saved.", markup=False)
 
-    def on_mount(self) -> None:
-        self.query_one("#discard-keep-button", Button).focus()
+    def first_focus(self):
+        return self.query_one(f"#{self.button_id('confirm')}")
 
-    @on(Button.Pressed, "#discard-yes-button")
+    def confirm(self) -> None:
+        self.answer(False)
+
     def action_discard(self) -> None:
-        self.dismiss(True)
+        self.answer(True)
 
-    @on(Button.Pressed, "#discard-keep-button")
-    def action_keep(self) -> None:
-        self.dismiss(False)
+    def action_cancel(self) -> None:
+        self.answer(False)
 
 
-class SaveAnywayScreen(ModalScreen[bool]):
+class SaveAnywayScreen(Dialog):
     """"This edit changes golden queries: save anyway?", listing each changed query with the
     fragment's rank before → after (the core's ``ImpactReport``). Dismisses with True to save;
-    escape and the focused default (Cancel) save nothing."""
+    escape and Cancel save nothing."""
 
+    BOX_CLASSES = "confirm-box"
+    CANCELLED = False
+    VARIANTS: ClassVar[dict[str, str]] = {"confirm": "warning", "cancel": "primary"}
+    BUTTON_IDS: ClassVar[dict[str, str]] = {"confirm": "impact-save-button", "cancel": "impact-cancel-button"}
     DEFAULT_CSS = """
-    SaveAnywayScreen { align: center middle; }
-    SaveAnywayScreen .confirm-box { width: 90%; max-width: 110; height: auto; max-height: 90%; padding: 1 2;
-                                    border: thick $warning; background: $surface; }
+    SaveAnywayScreen .dialog-box { width: 90%; max-width: 110; max-height: 90%; padding: 1 2;
+                                   border: thick $warning; }
     SaveAnywayScreen #impact-queries { height: auto; max-height: 14; }
     SaveAnywayScreen .impact-query { width: 1fr; height: auto; }
-    SaveAnywayScreen .dialog-actions { height: auto; margin-top: 1; }
-    SaveAnywayScreen .dialog-actions Button { margin: 0 1; }
     """
-
-    BINDINGS = [
-        Binding("s", "save", "Save anyway", id="impact-save"),
-        Binding("c", "cancel", "Cancel", id="impact-cancel"),
-        Binding("escape", "cancel", "Cancel", id="impact-escape", show=False),
-    ]
+    BINDINGS = dialog_bindings("impact", "Save anyway")
 
     def __init__(self, report) -> None:
         super().__init__()
         self.report = report
 
-    def compose(self) -> ComposeResult:
-        from textual.containers import VerticalScroll
-
+    def body(self) -> ComposeResult:
         report = self.report
         changed = report.changed
-        with Vertical(classes="confirm-box"):
-            yield Label(f"This edit changes {len(changed) + report.hidden_changed} golden "
-                        f"{'query' if len(changed) + report.hidden_changed == 1 else 'queries'}", classes="pane-title")
-            yield Label(f"Rank of {report.fragment_id} before → after, within the top {report.k}:", markup=False)
-            with VerticalScroll(id="impact-queries"):
-                for q in changed:
-                    what = "loses its answer" if q.breaks else "its top 3 changes"
-                    yield Label(f"• {q.query} ({q.query_id}, {q.principal}): {q.move(report.k)}, {what}",
-                                classes="impact-query", markup=False)
-                if report.hidden_changed:
-                    yield Label(f"• and {report.hidden_changed} more asked by people you may not see",
-                                classes="impact-query", markup=False)
-            with Horizontal(classes="dialog-actions"):
-                yield Button("Save anyway (s)", id="impact-save-button", variant="warning")
-                yield Button("Cancel (c)", id="impact-cancel-button", variant="primary")
-        yield Footer()
+        yield Label(f"This edit changes {len(changed) + report.hidden_changed} golden "
+                    f"{'query' if len(changed) + report.hidden_changed == 1 else 'queries'}", classes="pane-title")
+        yield Label(f"Rank of {report.fragment_id} before → after, within the top {report.k}:", markup=False)
+        with VerticalScroll(id="impact-queries"):
+            for q in changed:
+                what = "loses its answer" if q.breaks else "its top 3 changes"
+                yield Label(f"• {q.query} ({q.query_id}, {q.principal}): {q.move(report.k)}, {what}",
+                            classes="impact-query", markup=False)
+            if report.hidden_changed:
+                yield Label(f"• and {report.hidden_changed} more asked by people you may not see",
+                            classes="impact-query", markup=False)
 
-    def on_mount(self) -> None:
-        self.query_one("#impact-cancel-button", Button).focus()
-
-    @on(Button.Pressed, "#impact-save-button")
-    def action_save(self) -> None:
-        self.dismiss(True)
-
-    @on(Button.Pressed, "#impact-cancel-button")
-    def action_cancel(self) -> None:
-        self.dismiss(False)
+    def confirm(self) -> None:
+        self.answer(True)

@@ -51,7 +51,7 @@ def screen_title(cls: type) -> str:
             "Conflict": "Edit conflict (dialog)", "Prompt": "Prompt (dialog)",
             "Confirm": "Confirm (dialog)", "Diff": "Diff versions (dialog)", "Revert": "Revert? (dialog)",
             "PinDialog": "Pin (dialog)", "UnpinDialog": "Unpin (dialog)", "SnoozeDialog": "Snooze (dialog)",
-            "AcceptDialog": "Accept a proposal (dialog)",
+            "AcceptDialog": "Accept a proposal (dialog)", "RejectDialog": "Reject a proposal (dialog)",
             "StartFailed": "Start-up failure"}.get(name, name)
 
 

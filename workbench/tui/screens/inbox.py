@@ -263,36 +263,29 @@ class InboxScreen(WbScreen):
         """Ask where it goes and who owns it, then accept it as the version reviewed (``base``)."""
         from .review import AcceptDialog
 
-        def chosen(request) -> None:
-            if request is None:
-                return
+        def accept(request):  # while the dialog is open: a failure leaves it as it was
+            return self.wb.accept(proposal.id, principal=self.me, scope=request.scope, owner=request.owner,
+                                  reason=request.reason, base=proposal.version)
 
-            def accepted(f) -> None:
-                self.notify(f"accepted {f.id} into {f.scope}, owner {f.owner}")
-                self.reload()
-            self.app.submit(self.wb.accept, proposal.id, principal=self.me, scope=request.scope,
-                            owner=request.owner, reason=request.reason, base=proposal.version, done=accepted,
-                            failed=self._failed, label="accepting…", write=True)
-        self.app.push_screen(AcceptDialog(proposal, self.me.name), chosen)
+        def accepted(f) -> None:
+            self.notify(f"accepted {f.id} into {f.scope}, owner {f.owner}")
+            self.reload()
+        self.app.push_screen(AcceptDialog(proposal, self.me.name).writing(accept, done=accepted, label="accepting…"))
 
     def action_reject(self) -> None:
-        from .prompt import PromptScreen
+        from .review import RejectDialog
 
         proposal = self._proposal()
         if not proposal or not self._on_proposals():
             return
 
-        def answered(reason: str | None) -> None:
-            if not reason:
-                return
+        def reject(reason: str):
+            return self.wb.reject(proposal.id, principal=self.me, reason=reason, base=proposal.version)
 
-            def rejected(f) -> None:
-                self.notify(f"rejected {f.id}: its author reads your reason")
-                self.reload()
-            self.app.submit(self.wb.reject, proposal.id, principal=self.me, reason=reason, base=proposal.version,
-                            done=rejected, failed=self._failed, label="rejecting…", write=True)
-        self.app.push_screen(PromptScreen(f"Reject {proposal.id}: why? (its author reads this)",
-                                          "the reason (required)"), answered)
+        def rejected(f) -> None:
+            self.notify(f"rejected {f.id}: its author reads your reason")
+            self.reload()
+        self.app.push_screen(RejectDialog(proposal).writing(reject, done=rejected, label="rejecting…"))
 
     @on(DataTable.RowSelected, "#inbox")
     @on(DataTable.RowSelected, "#proposals")

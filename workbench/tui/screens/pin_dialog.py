@@ -3,36 +3,28 @@ reason) and snooze (days).
 
 They only ask, and check what was typed in the TUI's words (a date after today, a whole number
 of days); the caller makes the change through ``app.submit``. Each dismisses with its answer,
-or None when cancelled (escape or the Cancel button, asking first when something was typed:
-keepwork.py).
+or None when cancelled (escape or the Cancel button). The frame (buttons, keys, focus) is
+``dialog.Dialog``'s.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime
+from typing import ClassVar
 
-from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
-from textual.widgets import Button, Footer
+from textual.containers import Horizontal
 
 from ...models import Scope
 from ...service.staleness import MAX_DAYS
 from ..plain import Input, Label, Select, Static
-from .keepwork import KeepsWork
+from .dialog import Dialog, dialog_bindings
 
 _CSS = """
-NAME { align: center middle; }
-NAME .dialog-box { width: 90%; max-width: 72; height: auto; padding: 0 1; border: thick $primary;
-                   background: $surface; }
 NAME .dialog-row { height: auto; }
 NAME .dialog-row Label { width: 8; padding: 1 1 0 0; }
 NAME .dialog-row Input, NAME .dialog-row Select { width: 1fr; }
-NAME .dialog-actions { height: auto; }
-NAME .dialog-actions Button { margin: 0 1 0 0; }
 NAME .error { height: auto; }
 """
 
@@ -76,46 +68,33 @@ def _scope_options(scopes: list[Scope]) -> list[tuple[str, str]]:
     return [(str(s), str(s)) for s in scopes]
 
 
-class PinDialog(KeepsWork, ModalScreen[PinRequest | None]):
+class PinDialog(Dialog):
     """Pin a fragment in one of the scopes you lead, optionally until a date."""
 
     DEFAULT_CSS = _CSS.replace("NAME", "PinDialog")
-    FORM = True   # the app's plain-character keys never fire here
-    BINDINGS = [
-        Binding("escape", "cancel", "Cancel", id="pin-dialog-cancel"),
-        Binding("ctrl+s", "submit", "Pin", id="pin-dialog-submit", priority=True),
-    ]
+    BINDINGS = dialog_bindings("pin-dialog", "Pin")
+    BUTTON_IDS: ClassVar[dict[str, str]] = {"confirm": "pin-dialog-pin", "cancel": "pin-dialog-cancel-button"}
 
     def __init__(self, fragment_id: str, title: str, scopes: list[Scope], now: datetime) -> None:
         super().__init__()
         self.fragment_id, self.fragment_title, self.scopes, self.now = fragment_id, title, scopes, now
 
-    def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog-box"):
-            yield Label(f"Pin {self.fragment_id}", classes="pane-title", markup=False)
-            yield Static(f"{self.fragment_title}\nA pinned fragment always reaches agents working in its scope.",
-                         classes="hint", markup=False)
-            with Horizontal(classes="dialog-row"):
-                yield Label("scope")
-                yield Select(_scope_options(self.scopes), allow_blank=False, id="pin-dialog-scope")
-            with Horizontal(classes="dialog-row"):
-                yield Label("until")
-                yield Input(placeholder="YYYY-MM-DD, or empty: no end", id="pin-dialog-until")
-            with Horizontal(classes="dialog-row"):
-                yield Label("reason")
-                yield Input(placeholder="why it matters (optional)", id="pin-dialog-reason")
-            yield Static("", id="pin-dialog-errors", classes="error", markup=False)
-            with Horizontal(classes="dialog-actions"):
-                yield Button("Pin", id="pin-dialog-pin", variant="primary")
-                yield Button("Cancel", id="pin-dialog-cancel-button")
-        yield Footer()
+    def body(self) -> ComposeResult:
+        yield Label(f"Pin {self.fragment_id}", classes="pane-title", markup=False)
+        yield Static(f"{self.fragment_title}\nA pinned fragment always reaches agents working in its scope.",
+                     classes="hint", markup=False)
+        with Horizontal(classes="dialog-row"):
+            yield Label("scope")
+            yield Select(_scope_options(self.scopes), allow_blank=False, id="pin-dialog-scope")
+        with Horizontal(classes="dialog-row"):
+            yield Label("until")
+            yield Input(placeholder="YYYY-MM-DD, or empty: no end", id="pin-dialog-until")
+        with Horizontal(classes="dialog-row"):
+            yield Label("reason")
+            yield Input(placeholder="why it matters (optional)", id="pin-dialog-reason")
+        yield Static("", id="pin-dialog-errors", classes="error", markup=False)
 
-    def on_mount(self) -> None:
-        self.query_one("#pin-dialog-until", Input).focus()
-
-    @on(Button.Pressed, "#pin-dialog-pin")
-    @on(Input.Submitted)
-    def action_submit(self) -> None:
+    def confirm(self) -> None:
         try:
             until = parse_until(self.query_one("#pin-dialog-until", Input).value, self.now)
         except ValueError as e:
@@ -123,97 +102,60 @@ class PinDialog(KeepsWork, ModalScreen[PinRequest | None]):
             return
         scope = Scope.parse(str(self.query_one("#pin-dialog-scope", Select).value))
         reason = self.query_one("#pin-dialog-reason", Input).value.strip() or None
-        self.dismiss(PinRequest(scope, until, reason))
-
-    @on(Button.Pressed, "#pin-dialog-cancel-button")
-    def action_cancel(self) -> None:
-        self.leave(lambda: self.dismiss(None))
+        self.answer(PinRequest(scope, until, reason))
 
 
-class UnpinDialog(KeepsWork, ModalScreen[UnpinRequest | None]):
+class UnpinDialog(Dialog):
     """Unpin a fragment from one of the scopes you lead where it is pinned."""
 
     DEFAULT_CSS = _CSS.replace("NAME", "UnpinDialog")
-    FORM = True
-    BINDINGS = [
-        Binding("escape", "cancel", "Cancel", id="unpin-dialog-cancel"),
-        Binding("ctrl+s", "submit", "Unpin", id="unpin-dialog-submit", priority=True),
-    ]
+    BINDINGS = dialog_bindings("unpin-dialog", "Unpin")
+    VARIANTS: ClassVar[dict[str, str]] = {"confirm": "warning"}
+    BUTTON_IDS: ClassVar[dict[str, str]] = {"confirm": "unpin-dialog-unpin", "cancel": "unpin-dialog-cancel-button"}
 
     def __init__(self, fragment_id: str, title: str, scopes: list[Scope]) -> None:
         super().__init__()
         self.fragment_id, self.fragment_title, self.scopes = fragment_id, title, scopes
 
-    def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog-box"):
-            yield Label(f"Unpin {self.fragment_id}", classes="pane-title", markup=False)
-            yield Static(self.fragment_title, classes="hint", markup=False)
-            with Horizontal(classes="dialog-row"):
-                yield Label("scope")
-                yield Select(_scope_options(self.scopes), allow_blank=False, id="unpin-dialog-scope")
-            with Horizontal(classes="dialog-row"):
-                yield Label("reason")
-                yield Input(placeholder="why (optional)", id="unpin-dialog-reason")
-            with Horizontal(classes="dialog-actions"):
-                yield Button("Unpin", id="unpin-dialog-unpin", variant="warning")
-                yield Button("Cancel", id="unpin-dialog-cancel-button")
-        yield Footer()
+    def body(self) -> ComposeResult:
+        yield Label(f"Unpin {self.fragment_id}", classes="pane-title", markup=False)
+        yield Static(self.fragment_title, classes="hint", markup=False)
+        with Horizontal(classes="dialog-row"):
+            yield Label("scope")
+            yield Select(_scope_options(self.scopes), allow_blank=False, id="unpin-dialog-scope")
+        with Horizontal(classes="dialog-row"):
+            yield Label("reason")
+            yield Input(placeholder="why (optional)", id="unpin-dialog-reason")
 
-    def on_mount(self) -> None:
-        self.query_one("#unpin-dialog-reason", Input).focus()
-
-    @on(Button.Pressed, "#unpin-dialog-unpin")
-    @on(Input.Submitted)
-    def action_submit(self) -> None:
+    def confirm(self) -> None:
         scope = Scope.parse(str(self.query_one("#unpin-dialog-scope", Select).value))
-        self.dismiss(UnpinRequest(scope, self.query_one("#unpin-dialog-reason", Input).value.strip() or None))
-
-    @on(Button.Pressed, "#unpin-dialog-cancel-button")
-    def action_cancel(self) -> None:
-        self.leave(lambda: self.dismiss(None))
+        self.answer(UnpinRequest(scope, self.query_one("#unpin-dialog-reason", Input).value.strip() or None))
 
 
-class SnoozeDialog(KeepsWork, ModalScreen[int | None]):
+class SnoozeDialog(Dialog):
     """Snooze a fragment: keep it off the stale list for a number of days."""
 
     DEFAULT_CSS = _CSS.replace("NAME", "SnoozeDialog")
-    FORM = True
-    BINDINGS = [
-        Binding("escape", "cancel", "Cancel", id="snooze-dialog-cancel"),
-        Binding("ctrl+s", "submit", "Snooze", id="snooze-dialog-submit", priority=True),
-    ]
+    BINDINGS = dialog_bindings("snooze-dialog", "Snooze")
+    BUTTON_IDS: ClassVar[dict[str, str]] = {"confirm": "snooze-dialog-snooze", "cancel": "snooze-dialog-cancel-button"}
 
     def __init__(self, fragment_id: str, title: str, days: int = 30) -> None:
         super().__init__()
         self.fragment_id, self.fragment_title, self.days = fragment_id, title, days
 
-    def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog-box"):
-            yield Label(f"Snooze {self.fragment_id}", classes="pane-title", markup=False)
-            yield Static(f"{self.fragment_title}\nKeep it off the stale list (and your inbox) for a while.",
-                         classes="hint", markup=False)
-            with Horizontal(classes="dialog-row"):
-                yield Label("days")
-                yield Input(str(self.days), placeholder="number of days", id="snooze-dialog-days")
-            yield Static("", id="snooze-dialog-errors", classes="error", markup=False)
-            with Horizontal(classes="dialog-actions"):
-                yield Button("Snooze", id="snooze-dialog-snooze", variant="primary")
-                yield Button("Cancel", id="snooze-dialog-cancel-button")
-        yield Footer()
+    def body(self) -> ComposeResult:
+        yield Label(f"Snooze {self.fragment_id}", classes="pane-title", markup=False)
+        yield Static(f"{self.fragment_title}\nKeep it off the stale list (and your inbox) for a while.",
+                     classes="hint", markup=False)
+        with Horizontal(classes="dialog-row"):
+            yield Label("days")
+            yield Input(str(self.days), placeholder="number of days", id="snooze-dialog-days")
+        yield Static("", id="snooze-dialog-errors", classes="error", markup=False)
 
-    def on_mount(self) -> None:
-        self.query_one("#snooze-dialog-days", Input).focus()
-
-    @on(Button.Pressed, "#snooze-dialog-snooze")
-    @on(Input.Submitted)
-    def action_submit(self) -> None:
+    def confirm(self) -> None:
         try:
             days = parse_days(self.query_one("#snooze-dialog-days", Input).value)
         except ValueError as e:
             self.query_one("#snooze-dialog-errors", Static).update(str(e))
             return
-        self.dismiss(days)
-
-    @on(Button.Pressed, "#snooze-dialog-cancel-button")
-    def action_cancel(self) -> None:
-        self.leave(lambda: self.dismiss(None))
+        self.answer(days)

@@ -1,89 +1,74 @@
-"""Small modal questions: a one-line prompt (label and input) and a yes / no confirmation.
+"""Small modal questions: a one-line prompt (label and input) and a yes / no confirmation, in the
+shared dialog frame (buttons and footer with the same words; ctrl+s or enter answers, esc cancels).
 
 Both fit at 80 columns (90% of the width, at most 70) and only ask: the caller decides what
-the answer means. Escape is always the safe answer (nothing typed, or "no"; a prompt holding typed text asks first).
+the answer means. Escape is always the safe answer (nothing typed, or "no").
 """
 
 from __future__ import annotations
 
-from textual import on
+from typing import ClassVar
+
 from textual.app import ComposeResult
-from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
-from textual.widgets import Button, Footer
 
-from ..plain import Input, Label
-from .keepwork import KeepsWork
+from ..plain import Input, Label, Static
+from .dialog import Dialog, dialog_bindings
 
 
-class PromptScreen(KeepsWork, ModalScreen[str | None]):
-    """Dismisses with the text typed (stripped), or None when empty or cancelled."""
+class PromptScreen(Dialog):
+    """Dismisses with the text typed (stripped), or None when cancelled. With ``required``, an
+    empty answer is refused in the dialog (else it dismisses with None, as cancel does)."""
 
+    BOX_CLASSES = "prompt-box"
     DEFAULT_CSS = """
-    PromptScreen { align: center middle; }
-    PromptScreen .prompt-box { width: 90%; max-width: 70; height: auto; padding: 1 2; border: thick $primary;
-                               background: $surface; }
-    PromptScreen .prompt-box Label { width: 1fr; margin-bottom: 1; }
-    PromptScreen .prompt-box Input { width: 1fr; }
+    PromptScreen .dialog-box { max-width: 70; padding: 0 2; }
+    PromptScreen .dialog-box Label { width: 1fr; margin: 1 0; }
+    PromptScreen .dialog-box Input { width: 1fr; }
     """
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="prompt-cancel")]
+    BINDINGS = dialog_bindings("prompt", "OK")
+    BUTTON_IDS: ClassVar[dict[str, str]] = {"confirm": "prompt-ok-button", "cancel": "prompt-cancel-button"}
 
-    def __init__(self, question: str, placeholder: str = "", value: str = "") -> None:
-        super().__init__()
-        self.question, self.placeholder, self.value = question, placeholder, value
+    def __init__(self, question: str, placeholder: str = "", value: str = "", *, confirm: str = "OK",
+                 required: str | None = None) -> None:
+        super().__init__(words={"confirm": confirm})
+        self.question, self.placeholder, self.value, self.required = question, placeholder, value, required
 
-    def compose(self) -> ComposeResult:
-        with Vertical(classes="prompt-box"):
-            yield Label(self.question, id="prompt-label", markup=False)
-            yield Input(self.value, placeholder=self.placeholder, id="prompt-input")
+    def body(self) -> ComposeResult:
+        yield Label(self.question, id="prompt-label", markup=False)
+        yield Input(self.value, placeholder=self.placeholder, id="prompt-input")
+        yield Static("", id="prompt-error", classes="error", markup=False)
 
-    @on(Input.Submitted, "#prompt-input")
-    def _done(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value.strip() or None)
+    def confirm(self) -> None:
+        text = self.query_one("#prompt-input", Input).value.strip()
+        if not text and self.required:
+            self.query_one("#prompt-error", Static).update(self.required)
+            self.query_one("#prompt-input", Input).focus()
+            return
+        self.answer(text or None)
 
-    def action_cancel(self) -> None:
-        self.leave(lambda: self.dismiss(None))
 
+class ConfirmScreen(Dialog):
+    """A yes / no question: ctrl+s, enter or the yes button dismisses with True; escape or the
+    no button with False."""
 
-class ConfirmScreen(ModalScreen[bool]):
-    """A yes / no question: ``y`` (or the yes button) dismisses with True; ``n``, escape or the
-    focused default (the no button) with False."""
-
+    BOX_CLASSES = "confirm-box"
+    CANCELLED = False
+    VARIANTS: ClassVar[dict[str, str]] = {"confirm": "warning", "cancel": "primary"}
+    BUTTON_IDS: ClassVar[dict[str, str]] = {"confirm": "confirm-yes-button", "cancel": "confirm-no-button"}
     DEFAULT_CSS = """
-    ConfirmScreen { align: center middle; }
-    ConfirmScreen .confirm-box { width: 90%; max-width: 70; height: auto; padding: 1 2; border: thick $warning;
-                                 background: $surface; }
-    ConfirmScreen .confirm-box Label { width: 1fr; }
-    ConfirmScreen .dialog-actions { height: auto; margin-top: 1; }
-    ConfirmScreen .dialog-actions Button { margin: 0 1; }
+    ConfirmScreen .dialog-box { max-width: 70; padding: 1 2; border: thick $warning; }
+    ConfirmScreen .dialog-box Label { width: 1fr; }
+    ConfirmScreen .dialog-actions { margin-top: 1; }
     """
-    BINDINGS = [
-        Binding("y", "yes", "Yes", id="confirm-yes"),
-        Binding("n", "no", "No", id="confirm-no"),
-        Binding("escape", "no", "Cancel", id="confirm-cancel", show=False),
-    ]
+    BINDINGS = dialog_bindings("confirm", "Yes")
 
     def __init__(self, title: str, message: str, *, yes: str = "Yes", no: str = "Cancel") -> None:
-        super().__init__()
+        super().__init__(words={"confirm": yes, "cancel": no})
         self.title_text, self.message, self.yes, self.no = title, message, yes, no
 
-    def compose(self) -> ComposeResult:
-        with Vertical(classes="confirm-box"):
-            yield Label(self.title_text, classes="pane-title", markup=False)
-            yield Label(self.message, id="confirm-message", markup=False)
-            with Horizontal(classes="dialog-actions"):
-                yield Button(f"{self.yes} (y)", id="confirm-yes-button", variant="warning")
-                yield Button(f"{self.no} (n)", id="confirm-no-button", variant="primary")
-        yield Footer()
+    def body(self) -> ComposeResult:
+        yield Label(self.title_text, classes="pane-title", markup=False)
+        yield Label(self.message, id="confirm-message", markup=False)
 
-    def on_mount(self) -> None:
-        self.query_one("#confirm-no-button", Button).focus()
-
-    @on(Button.Pressed, "#confirm-yes-button")
-    def action_yes(self) -> None:
-        self.dismiss(True)
-
-    @on(Button.Pressed, "#confirm-no-button")
-    def action_no(self) -> None:
-        self.dismiss(False)
+    def confirm(self) -> None:
+        self.answer(True)

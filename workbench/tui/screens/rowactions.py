@@ -75,6 +75,11 @@ class RowActions:
             self.notify(plain(e), title="Not done", severity="error", timeout=8)
         self.app.submit(fn, *args, done=done, failed=failed, write=True, label="saving…", **kwargs)
 
+    def _row_written(self, message: str) -> None:
+        """After a write a row's dialog made (``Dialog.writing``): say so, and show it."""
+        self.notify(message, title="Done")
+        self.after_row_write()
+
     def _not_a_lead(self, verb: str) -> None:
         self.notify(f"{self.me.name} is not a tech lead of any scope, so cannot {verb}: pins are set by the "
                     "tech leads named in the workspace configuration (lead_of).",
@@ -98,14 +103,12 @@ class RowActions:
                         "cannot pin it.", title="Not pinned", severity="warning", timeout=8)
             return
 
-        def answered(request) -> None:
-            if request is None:
-                return
-            until = f" until {request.until:%Y-%m-%d}" if request.until else ""
-            self._row_write(self.wb.pin, row.id, scope=request.scope, actor=self.me, reason=request.reason,
-                            until=request.until, now=self.app.clock(),
-                            message=f"{row.id} pinned in {request.scope}{until}")
-        self.app.push_screen(PinDialog(row.id, row.title, scopes, self.app.clock()), answered)
+        def pin(request) -> str:  # while the dialog is open: a failure leaves it as it was
+            self.wb.pin(row.id, scope=request.scope, actor=self.me, reason=request.reason, until=request.until,
+                        now=self.app.clock())
+            return f"{row.id} pinned in {request.scope}" + (f" until {request.until:%Y-%m-%d}" if request.until else "")
+        self.app.push_screen(PinDialog(row.id, row.title, scopes, self.app.clock()).writing(
+            pin, done=self._row_written, label="pinning…"))
 
     def action_unpin_row(self) -> None:
         from .pin_dialog import UnpinDialog
@@ -117,17 +120,17 @@ class RowActions:
             self._not_a_lead("unpin")
             return
 
-        def answered(request) -> None:
-            if request is not None:
-                self._row_write(self.wb.unpin, row.id, scope=request.scope, actor=self.me, reason=request.reason,
-                                message=f"{row.id} unpinned from {request.scope}")
+        def unpin(request) -> str:
+            self.wb.unpin(row.id, scope=request.scope, actor=self.me, reason=request.reason)
+            return f"{row.id} unpinned from {request.scope}"
 
         def got(pins) -> None:
             scopes = [p.scope for p in pins if p.fragment_id == row.id and self.me.leads(p.scope)]
             if not scopes:
                 self.notify(f"{row.id} is not pinned in a scope you lead.", title="Not pinned", timeout=6)
                 return
-            self.app.push_screen(UnpinDialog(row.id, row.title, scopes), answered)
+            self.app.push_screen(UnpinDialog(row.id, row.title, scopes).writing(unpin, done=self._row_written,
+                                                                                label="unpinning…"))
         self.app.submit(self.wb.pins, principal=self.me, done=got, label="reading pins…")
 
     def action_verify_row(self) -> None:
@@ -144,11 +147,11 @@ class RowActions:
         if row is None:
             return
 
-        def answered(days: int | None) -> None:
-            if days is not None:
-                self._row_write(self.wb.snooze, row.id, days=days, actor=self.me, now=self.app.clock(),
-                                message=f"{row.id} snoozed for {days} days")
-        self.app.push_screen(SnoozeDialog(row.id, row.title), answered)
+        def snooze(days: int) -> str:
+            self.wb.snooze(row.id, days=days, actor=self.me, now=self.app.clock())
+            return f"{row.id} snoozed for {days} days"
+        self.app.push_screen(SnoozeDialog(row.id, row.title).writing(snooze, done=self._row_written,
+                                                                     label="snoozing…"))
 
     def action_edit_row(self) -> None:
         from .edit import EditScreen
