@@ -493,7 +493,7 @@ async def test_escape_with_unsaved_changes_asks_before_discarding(wb):
         assert app.screen is editor_screen
         await pilot.press("escape")
         await pilot.pause()
-        await pilot.press("ctrl+s")  # discard
+        await pilot.press("ctrl+d")  # discard (ctrl+s would keep editing)
         await pilot.pause()
         assert screen_name(app) == "FragmentScreen"
     assert len(wb.history(fid, principal="marco.bianchi")) == 1

@@ -86,7 +86,7 @@ async def test_quit_with_an_unsaved_edit_asks_first(wb):
         assert name(app) == "EditScreen" and app.screen.query_one("#editor").text.startswith("draft ")
         await pilot.press("ctrl+q")
         await pilot.pause()
-        await pilot.press("ctrl+s")  # discard
+        await pilot.press("ctrl+d")  # discard (ctrl+s would keep editing)
         await until(pilot, lambda: not app.is_running or app._exit_renderables is not None or app.closing)
         assert app.closing
     assert wb.get("nw-rb-psp-failover", principal="marco.bianchi").version == 1  # nothing saved

@@ -53,7 +53,7 @@ def _dialogs(wb):
         return None
 
     return {
-        "discard": (lambda: confirm.DiscardScreen("your changes"), nothing, True, False),
+        "discard": (lambda: confirm.DiscardScreen("your changes"), nothing, False, False),  # ctrl+s keeps the work
         "save-anyway": (lambda: confirm.SaveAnywayScreen(ImpactReport(FID, None, 10, hidden_changed=1)), nothing,
                         True, False),
         "confirm": (lambda: prompt.ConfirmScreen("Overwrite?", "out/ holds files.", yes="Overwrite"), nothing,
@@ -116,7 +116,32 @@ async def test_a_dialog_confirms_with_ctrl_s_and_enter_and_cancels_with_escape(s
             fill(dialog)
             await pilot.press(key)
             await pilot.pause()
+            if key == "escape" and dialog.has_typed_text():   # a typed reason is not thrown away by one key
+                assert type(app.screen).__name__ == "DiscardScreen" and app.answers[-1:] != [cancelled], name
+                await pilot.press("ctrl+d")
+                await pilot.pause()
             assert app.screen is not dialog and app.answers[-1] == expected, (name, key)
+
+
+async def test_discarding_typed_work_takes_its_own_key(sample_wb):
+    """"Discard changes?" keeps the work on ctrl+s (a reflex to save), enter and esc; only ctrl+d or
+    its Discard button throws the text away."""
+    from workbench.tui.screens.confirm import DiscardScreen
+
+    app = Host()
+    async with app.run_test(size=(80, 24)) as pilot:
+        for key, expected in (("ctrl+s", False), ("enter", False), ("escape", False), ("ctrl+d", True)):
+            app.ask(DiscardScreen("your changes"))
+            await pilot.pause()
+            await pilot.press(key)
+            await pilot.pause()
+            assert app.answers[-1] is expected, key
+        dialog = DiscardScreen("your changes")
+        app.ask(dialog)
+        await pilot.pause()
+        await pilot.click("#discard-yes-button")
+        await pilot.pause()
+        assert app.answers[-1] is True
 
 
 @pytest.mark.parametrize("name", ["reject", "revert"])

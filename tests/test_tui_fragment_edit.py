@@ -220,7 +220,7 @@ async def test_revert_asks_first_and_needs_a_reason(wb, size):
         await pilot.press(*"oops", "escape")  # cancel: asks first (a reason was typed), then nothing written
         await settle(pilot)
         assert name(app) == "DiscardScreen"
-        await pilot.press("d")
+        await pilot.press("ctrl+d")
         await settle(pilot)
         assert app.screen is screen and reverts == []
         assert [v.reason for v in wb.history(FID, principal=ME)] == ["ingest nw-rb-psp-failover.md", "v2"]
@@ -324,7 +324,7 @@ async def test_escape_with_unsaved_text_asks_keep_then_discard(wb, size):
         assert app.screen is editor and editor.query_one("#editor").text == typed and editor.unsaved_text()
         await pilot.press("escape")
         await pilot.pause()
-        await pilot.press("ctrl+s")  # discard
+        await pilot.press("ctrl+d")  # discard (ctrl+s would keep editing)
         await settle(pilot)
         assert app.screen is screen
     assert edits == [] and wb.get(FID, principal=ME).version == 1

@@ -125,7 +125,7 @@ async def test_a_form_asks_before_esc_discards_what_was_typed(wb, make, field):
         await pilot.press("escape")
         await settle(pilot)
         assert type(app.screen).__name__ == "DiscardScreen"
-        await pilot.press("d")               # discard: the form leaves, answering nothing
+        await pilot.press("ctrl+d")          # discard: the form leaves, answering nothing
         await until(pilot, lambda: app.screen is home)
     assert all(answer is None for answer in answers)
 
