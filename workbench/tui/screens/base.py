@@ -92,7 +92,12 @@ class WbScreen(Screen):
             return
         event.stop()
         event.prevent_default()
+        select = isinstance(field, Input) and field.select_on_focus
+        if select:  # appended to, not replaced by the next key
+            field.select_on_focus = False
         self.set_focus(field)  # at once: the keys typed next go to the field
+        if select:
+            field.call_later(setattr, field, "select_on_focus", True)  # after its Focus event (queued above)
         if isinstance(field, Input):
             field.cursor_position = len(field.value)
             field.insert_text_at_cursor(event.character)

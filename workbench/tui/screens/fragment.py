@@ -65,10 +65,10 @@ class FragmentScreen(RowActions, WbScreen):
     BINDINGS = [
         Binding("escape", "back", "Back", id="fragment-back"),
         *row_bindings("fragment"),
-        Binding("ctrl+r", "revert", "Revert to", id="fragment-revert"),
+        Binding("ctrl+r", "revert", "Revert", id="fragment-revert"),
         Binding("d", "diff", "Diff", id="fragment-diff"),
         Binding("a", "mark_from", "Diff from", id="fragment-diff-from", show=False),
-        Binding("m", "toggle_meta", "Details pane", id="fragment-meta"),
+        Binding("m", "toggle_meta", "Details", id="fragment-meta"),
     ]
 
     def __init__(self, fragment_id: str) -> None:

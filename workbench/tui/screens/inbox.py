@@ -180,8 +180,9 @@ class InboxScreen(RowActions, WbScreen):
         return self.focused is not None and self.focused.id in ("inbox", "proposals")
 
     def snooze_days(self) -> int:
+        """The days typed beside the table (the dialog checks them), else 30."""
         raw = self.query_one("#snooze-days", Input).value.strip()
-        return int(raw) if raw.isdigit() and int(raw) > 0 else 30
+        return int(raw) if raw.isdigit() else 30
 
     def action_edit_row(self) -> None:
         """On a proposal: edit, then accept (the accept dialog opens once the edit is saved)."""

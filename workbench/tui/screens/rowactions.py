@@ -45,7 +45,7 @@ def row_bindings(prefix: str) -> list[Binding]:
     """The row-action keys, with binding ids ``<prefix>-pin`` and so on."""
     return [
         Binding(ROW_KEYS["edit_row"], "edit_row", "Edit", id=f"{prefix}-edit"),
-        Binding(ROW_KEYS["pin_row"], "pin_row", "Pin", id=f"{prefix}-pin"),
+        Binding(ROW_KEYS["pin_row"], "pin_row", "Pin", id=f"{prefix}-pin", show=False),
         Binding(ROW_KEYS["unpin_row"], "unpin_row", "Unpin", id=f"{prefix}-unpin", show=False),
         Binding(ROW_KEYS["verify_row"], "verify_row", "Verify", id=f"{prefix}-verify"),
         Binding(ROW_KEYS["snooze_row"], "snooze_row", "Snooze", id=f"{prefix}-snooze", show=False),
