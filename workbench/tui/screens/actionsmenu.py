@@ -89,7 +89,9 @@ class ActionsMenu(ModalScreen[str | None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one(OptionList).focus()
+        options = self.query_one(OptionList)
+        options.highlighted = 0
+        options.focus()
 
     @on(OptionList.OptionSelected, "#actions-menu-list")
     def _picked(self, event: OptionList.OptionSelected) -> None:

@@ -87,6 +87,8 @@ class WbScreen(Screen):
             return
         if not isinstance(self.focused, (DataTable, OptionList, ListView, Tree)):
             return
+        if any(self.check_action(b.action, ()) for b in self._bindings.key_to_bindings.get(event.key, ())):
+            return  # a key of this screen that may act here (Search's `/`): its binding runs
         field = self.typing_field()
         if field is None or not field.display or field.disabled:
             return

@@ -259,7 +259,7 @@ class SearchScreen(RowActions, WbScreen):
     def action_focus_results(self) -> None:
         table = self.query_one("#results", DataTable)
         if self.focused is not table:
-            table.focus()
+            self.set_focus(table)  # at once: a key typed next is the table's
         else:
             table.action_cursor_down()
 
