@@ -15,7 +15,7 @@ from workbench import Workbench
 
 ORG_LEVEL = "nw-adr-0002-amounts-as-integer-minor-units"   # org=northwind: outside agent.pay's grant
 WRITE_KEYS = {"edit", "revert", "verify", "snooze", "accept", "reject", "pin_row", "unpin_row", "verify_row",
-              "snooze_row", "edit_row"}
+              "snooze_row", "edit_row", "archive_row", "draft"}
 
 
 @pytest.fixture
@@ -41,7 +41,7 @@ async def test_an_agent_is_offered_no_write_and_its_keys_write_nothing(wb):
     async with app.run_test(size=LARGE) as pilot:
         await settle(pilot)
         assert app.offered == frozenset()
-        titles = {c.title for c in app.get_system_commands(app.screen)}
+        titles = {c.title.split("  ")[0] for c in app.get_system_commands(app.screen)}  # "Browse  b": name, key
         assert "Browse" in titles and not {"New anti-pattern", "Ingest folder"} & titles
         await pilot.press("n")   # the new anti-pattern form: not for an agent
         await settle(pilot)
@@ -50,9 +50,9 @@ async def test_an_agent_is_offered_no_write_and_its_keys_write_nothing(wb):
         app.open_fragment(ADR)
         await settle(pilot)
         assert name(app) == "FragmentScreen" and "diff" in enabled(app) and not WRITE_KEYS & enabled(app)
-        assert not {c.title for c in app.get_system_commands(app.screen)} & {"Edit this fragment",
-                                                                              "Verify this fragment"}
-        for key in ("e", "R", "v"):
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert not [t for t in titles if t.startswith(("Edit this fragment", "Verify this fragment"))], titles
+        for key in ("ctrl+e", "ctrl+r", "ctrl+y", "ctrl+k", "ctrl+n", "e", "R", "v"):
             await pilot.press(key)
             await settle(pilot)
             assert name(app) == "FragmentScreen", key
@@ -62,7 +62,7 @@ async def test_an_agent_is_offered_no_write_and_its_keys_write_nothing(wb):
         await settle(pilot)
         app.screen.query_one("DataTable").focus()
         assert not WRITE_KEYS & enabled(app)
-        for key in ("e", "v", "P", "z"):
+        for key in ("ctrl+e", "ctrl+y", "ctrl+k", "ctrl+z", "ctrl+n", "e", "v", "P", "z"):
             await pilot.press(key)
             await settle(pilot)
             assert name(app) == "BrowseScreen", key
@@ -76,8 +76,8 @@ async def test_a_granted_agent_edits_inside_its_grant_and_is_told_why_not_outsid
         assert {"edit", "create"} <= app.offered and not {"pin", "review", "nudge"} & app.offered
         app.open_fragment(ADR)
         await settle(pilot)
-        assert {"edit", "revert", "verify"} <= enabled(app)
-        await pilot.press("e")
+        assert {"edit_row", "revert", "verify_row"} <= enabled(app)
+        await pilot.press("ctrl+e")
         await until(pilot, lambda: name(app) == "EditScreen" and app.screen.ready)
         app.screen.query_one("#editor").load_text("Idempotency keys live 72 hours (checked by agent.pay).")
         app.screen.query_one("#reason").value = "the TTL"
@@ -88,7 +88,7 @@ async def test_a_granted_agent_edits_inside_its_grant_and_is_told_why_not_outsid
         app.open_fragment(ORG_LEVEL)   # visible to it, outside its grant: the core's refusal, shown
         await until(pilot, lambda: name(app) == "FragmentScreen" and getattr(app.screen.fragment, "id", "") == ORG_LEVEL)
         await settle(pilot)
-        await pilot.press("e")
+        await pilot.press("ctrl+e")
         await until(pilot, lambda: name(app) == "EditScreen" and app.screen.ready)
         app.screen.query_one("#editor").load_text("Amounts are floats now.")
         app.screen.query_one("#reason").value = "simpler"
@@ -106,8 +106,8 @@ async def test_a_person_and_a_service_keep_their_keys(wb):
         await settle(pilot)
         app.open_fragment(ADR)
         await settle(pilot)
-        assert {"edit", "revert", "verify"} <= enabled(app)
-        assert "New anti-pattern" in {c.title for c in app.get_system_commands(app.screen)}
+        assert {"edit_row", "revert", "verify_row", "pin_row", "archive_row"} <= enabled(app)
+        assert "New anti-pattern" in {c.title.split("  ")[0] for c in app.get_system_commands(app.screen)}
     service = app_for(wb, "kb.sync")
     async with service.run_test(size=LARGE) as pilot:
         await settle(pilot)

@@ -152,7 +152,7 @@ async def test_an_agents_proposal_over_mcp_is_unseen_until_a_lead_accepts_it_in_
             assert [f.id for f in screen.proposals] == [pid]
             screen.query_one("#proposals").focus()
             await pilot.pause()
-            await pilot.press("a")
+            await pilot.press("ctrl+a")
             await until(pilot, lambda: type(app.screen).__name__ == "AcceptDialog")
             dialog = app.screen
             assert dialog.query_one("#accept-dialog-scope").value == SCOPE

@@ -9,7 +9,7 @@ import pytest
 
 from workbench import Workbench
 from workbench.tui.app import WorkbenchApp
-from tui_support import AppUnderTest
+from tui_support import AppUnderTest, confirm
 
 NOW = datetime(2026, 11, 30, 12, 0)
 SIZE = (170, 48)
@@ -94,7 +94,7 @@ async def test_edit_requires_a_reason_and_saves_a_version(wb):
     async with app.run_test(size=SIZE) as pilot:
         app.open_fragment(fid)
         await until(pilot, lambda: getattr(app.screen, "fragment", None) is not None and app.pending == 0)
-        await pilot.press("e")
+        await pilot.press("ctrl+e")
         await until(pilot, lambda: screen_name(app) == "EditScreen" and app.screen.ready)
         app.screen.query_one("#editor").load_text("## Failover\nFlip `psp.primary` to the backup acquirer.")
         await pilot.press("ctrl+s")
@@ -114,7 +114,7 @@ async def test_edit_errors_show_inline(wb):
     async with app.run_test(size=SIZE) as pilot:
         app.open_fragment("nw-rb-psp-failover")
         await until(pilot, lambda: getattr(app.screen, "fragment", None) is not None and app.pending == 0)
-        await pilot.press("e")
+        await pilot.press("ctrl+e")
         await until(pilot, lambda: screen_name(app) == "EditScreen" and app.screen.ready)
         app.screen.query_one("#editor").load_text("export AWS_ACCESS_KEY_ID=AKIA" + "ABCDEFGHIJKLMNOP")
         app.screen.query_one("#reason").value = "oops"
@@ -138,7 +138,7 @@ async def test_history_diff_and_revert(wb):
         await until(pilot, lambda: screen_name(app) == "DiffScreen" and app.pending == 0)
         diff = app.screen.query_one("#diff").content.plain
         assert "+Version two body." in diff
-        await pilot.press("escape", "up", "R")  # revert asks first, with a reason
+        await pilot.press("escape", "up", "ctrl+r")  # revert asks first, with a reason
         await until(pilot, lambda: screen_name(app) == "RevertScreen")
         await pilot.press(*"v2 was wrong", "enter")
         await until(pilot, lambda: screen_name(app) == "FragmentScreen" and app.pending == 0)
@@ -206,16 +206,19 @@ async def test_inbox_verify_and_snooze(wb):
         screen = app.screen
         first = screen.items[0].fragment.id
         assert all(i.fragment.owner == "dan.kowalski" for i in screen.items)
-        await pilot.press("v")
+        await pilot.press("ctrl+y")   # asks first
+        await confirm(pilot)
         await until(pilot, lambda: first not in [i.fragment.id for i in screen.items])
         second = screen.items[0].fragment.id
         screen.query_one("#snooze-days").value = "0"
-        await pilot.press("z")
-        await until(pilot, lambda: app.pending == 0)
-        assert second in [i.fragment.id for i in screen.items]  # refused: shown as a notification
-        assert any("snooze days must be between 1" in n.message for n in app._notifications)
-        screen.query_one("#snooze-days").value = "30"
-        await pilot.press("z")
+        await pilot.press("ctrl+z")   # the dialog offers the days typed, and refuses 0
+        await until(pilot, lambda: screen_name(app) == "SnoozeDialog")
+        assert app.screen.query_one("#snooze-dialog-days").value == "0"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "whole number from 1" in str(app.screen.query_one("#snooze-dialog-errors").render())
+        app.screen.query_one("#snooze-dialog-days").value = "30"
+        await pilot.press("enter")
         await until(pilot, lambda: second not in [i.fragment.id for i in screen.items])
         assert second not in [i.fragment.id for i in screen.items]
     assert wb.get(first, principal="dan.kowalski").verified_at is not None
@@ -329,7 +332,7 @@ async def _conflict_in_the_editor(app, pilot, sample_workspace, tmp_path, fid):
 
     app.open_fragment(fid)
     await until(pilot, lambda: getattr(app.screen, "fragment", None) is not None and app.pending == 0)
-    await pilot.press("e")
+    await pilot.press("ctrl+e")
     await until(pilot, lambda: screen_name(app) == "EditScreen" and app.screen.ready)
     editor_screen = app.screen
     assert screen_name(app) == "EditScreen" and editor_screen.base == 1
@@ -436,7 +439,7 @@ async def test_the_editor_opens_on_the_latest_when_the_fragment_moved_on(wb):
         await until(pilot, lambda: getattr(app.screen, "fragment", None) is not None and app.pending == 0)
         assert app.screen.fragment.version == 1
         app.call(wb.edit, fid, "Changed behind the fragment screen.", reason="elsewhere", actor="priya.raman")
-        await pilot.press("e")
+        await pilot.press("ctrl+e")
         await until(pilot, lambda: screen_name(app) == "EditScreen" and app.screen.ready)
         assert app.screen.base == 2 and app.screen.query_one("#editor").text == "Changed behind the fragment screen."
         assert any("changed since you viewed v1" in n.message for n in app._notifications)
@@ -452,7 +455,7 @@ async def test_revert_from_a_stale_history_is_refused(wb):
         screen = app.screen
         assert screen.fragment.version == 2
         app.call(wb.edit, fid, "Version three, saved elsewhere.", reason="v3", actor="priya.raman")
-        await pilot.press("up", "R")  # revert to v1, from the v2 the screen shows
+        await pilot.press("up", "ctrl+r")  # revert to v1, from the v2 the screen shows
         await until(pilot, lambda: screen_name(app) == "RevertScreen")
         await pilot.press(*"back to one", "enter")
         await until(pilot, lambda: app.pending == 0 and screen.fragment.version == 3)
@@ -467,12 +470,12 @@ async def test_escape_with_unsaved_changes_asks_before_discarding(wb):
     async with app.run_test(size=SIZE) as pilot:
         app.open_fragment(fid)
         await until(pilot, lambda: getattr(app.screen, "fragment", None) is not None and app.pending == 0)
-        await pilot.press("e")
+        await pilot.press("ctrl+e")
         await until(pilot, lambda: screen_name(app) == "EditScreen" and app.screen.ready)
         await pilot.press("escape")  # nothing changed: leaves at once
         await pilot.pause()
         assert screen_name(app) == "FragmentScreen"
-        await pilot.press("e")
+        await pilot.press("ctrl+e")
         await until(pilot, lambda: screen_name(app) == "EditScreen" and app.screen.ready)
         editor_screen = app.screen
         await pilot.press(*"draft ")

@@ -36,10 +36,11 @@ async def test_letter_keys_never_fire_from_a_focused_button_or_table_on_a_form(w
         await settle(pilot)
         assert name(app) == "PinsScreen"
         depth = len(app.screen_stack)
-        app.screen.query_one("DataTable").focus()  # a table's own row keys may act; the app's letters never
+        app.screen.query_one("DataTable").focus()  # the app's letters never fire: they go to the picker
         await pilot.press("b", "i", "x", "n", "q", "slash", "question_mark")
         await settle(pilot)
         assert name(app) == "PinsScreen" and len(app.screen_stack) == depth and app.is_running
+        assert app.screen.query_one("#pin-id").value == "bixnq/?" and app.screen.focused.id == "pin-id"
         app.screen.query("Button").first().focus()  # nothing at all fires from a button
         await pilot.press(*"org=tidewater", *"inbox", "question_mark", "slash")
         await settle(pilot)
@@ -73,7 +74,7 @@ async def test_quit_with_an_unsaved_edit_asks_first(wb):
         await settle(pilot)
         app.open_fragment("nw-rb-psp-failover")
         await settle(pilot)
-        await pilot.press("e")
+        await pilot.press("ctrl+e")
         await settle(pilot)
         assert name(app) == "EditScreen"
         await pilot.press(*"draft ")
@@ -182,10 +183,10 @@ async def test_the_footer_shows_the_screens_keys_first_and_help_fits(wb, size):
         app.open_fragment("nw-adr-0007-idempotency-keys")
         await settle(pilot)
         keys = [k for k in app.screen.query(FooterKey)]
-        screen_ids = {b.action for b in type(app.screen)._merge_bindings().key_to_bindings.get("e", [])}
+        screen_ids = {b.action for b in type(app.screen)._merge_bindings().key_to_bindings.get("ctrl+e", [])}
         assert keys and keys[0].action in {b.action for bs in type(app.screen)._merge_bindings().key_to_bindings.values()
                                            for b in bs}, [k.action for k in keys[:3]]
-        assert "edit" in screen_ids
+        assert "edit_row" in screen_ids
         shown = [k for k in keys if k.region.right <= size[0] and k.region.width > 0]
         assert "help" in {k.action for k in shown}, "the help key is on screen"
 

@@ -15,7 +15,7 @@ import textwrap
 from datetime import datetime, timedelta
 
 import pytest
-from tui_support import LARGE, NOW, SIZES, app_for, cell, column_visible, inside_screen, settle, until, visible_columns
+from tui_support import LARGE, NOW, SIZES, app_for, cell, column_visible, confirm, inside_screen, settle, until, visible_columns
 
 from workbench import Workbench
 from workbench.models import KINDS, Scope
@@ -228,7 +228,7 @@ async def test_pin_in_the_chosen_scope_with_until_then_unpin(bench):
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await browse_ready(pilot)
         await choose_row(pilot, screen, fid)
-        await pilot.press("P")
+        await pilot.press("ctrl+k")
         await until(pilot, lambda: screen_name(app) == "PinDialog")
         dialog = app.screen
         select = dialog.query_one("#pin-dialog-scope")
@@ -251,7 +251,7 @@ async def test_pin_in_the_chosen_scope_with_until_then_unpin(bench):
         assert any(f"{fid} pinned in org=northwind,persona=sre until 2027-01-31" in m for m in notes(app))
         assert screen.row_fragment().id == fid and cell(screen.query_one("#fragments"),
                                                         screen.query_one("#fragments").cursor_row, "age").endswith("●")
-        await pilot.press("U")
+        await pilot.press("ctrl+u")
         await until(pilot, lambda: screen_name(app) == "UnpinDialog")
         assert [str(label) for label, _ in app.screen.query_one("#unpin-dialog-scope")._options] == [
             "org=northwind,persona=sre"]
@@ -259,7 +259,7 @@ async def test_pin_in_the_chosen_scope_with_until_then_unpin(bench):
         await until(pilot, lambda: screen_name(app) == "BrowseScreen" and app.pending == 0)
         await settle(pilot)
         assert [p for p in bench.pins(principal="dan.kowalski", include_expired=True) if p.fragment_id == fid] == []
-        await pilot.press("U")                                                 # nothing left to unpin
+        await pilot.press("ctrl+u")                                            # nothing left to unpin
         await settle(pilot)
         assert screen_name(app) == "BrowseScreen" and any("is not pinned in a scope you lead" in m for m in notes(app))
 
@@ -269,7 +269,7 @@ async def test_a_non_lead_is_told_why_they_cannot_pin(bench):
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await browse_ready(pilot)
         await choose_row(pilot, screen, "nw-rb-psp-failover")
-        await pilot.press("P")
+        await pilot.press("ctrl+k")
         await pilot.pause()
         assert screen_name(app) == "BrowseScreen"
         assert any("grace.kim is not a tech lead of any scope, so cannot pin" in m for m in notes(app))
@@ -283,11 +283,11 @@ async def test_verify_and_snooze_from_a_row(bench):
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await browse_ready(pilot)
         await choose_row(pilot, screen, fid)
-        await pilot.press("v")
-        await settle(pilot)
+        await pilot.press("ctrl+y")                                            # asks first
+        await confirm(pilot)
         assert bench.get(fid, principal="dan.kowalski").verified_at == NOW
         assert any(f"{fid} verified" in m for m in notes(app))
-        await pilot.press("z")
+        await pilot.press("ctrl+z")
         await until(pilot, lambda: screen_name(app) == "SnoozeDialog")
         days = app.screen.query_one("#snooze-dialog-days")
         assert days.value == "30" and inside_screen(app, days)
@@ -311,8 +311,8 @@ async def test_row_action_errors_are_notifications_in_the_tuis_words(bench):
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await browse_ready(pilot)
         await choose_row(pilot, screen, fid)
-        await pilot.press("v")
-        await settle(pilot)
+        await pilot.press("ctrl+y")
+        await confirm(pilot)
         errors = [n for n in app._notifications if n.severity == "error"]
         assert errors and not any("--" in n.message for n in errors)
     assert bench.get(fid, principal=who).verified_at is None
@@ -323,7 +323,7 @@ async def test_row_letters_do_not_fire_while_typing_in_a_filter(bench):
     async with app.run_test(size=(80, 24)) as pilot:
         await browse_ready(pilot)
         await pilot.click("#filter-owner")
-        await pilot.press("v", "z", "P", "e", "t")
+        await pilot.press("v", "z", "P", "e", "t", "ctrl+y", "ctrl+e", "ctrl+o")  # ctrl keys act on a focused row only
         await pilot.pause()
         assert screen_name(app) == "BrowseScreen" and app.screen.query_one("#filter-owner").value == "vzPet"
         assert app.screen.query_one("#scope-tree").display
@@ -338,7 +338,7 @@ async def test_edit_from_a_search_row_starts_from_the_version_shown(bench):
         await until(pilot, lambda: app.screen.result is not None and app.pending == 0)
         await pilot.press("down")
         hit = app.screen.row_fragment()
-        await pilot.press("e")
+        await pilot.press("ctrl+e")
         await until(pilot, lambda: screen_name(app) == "EditScreen")
         assert app.screen.fragment_id == hit.id and app.screen.shown == hit.version == 1
 

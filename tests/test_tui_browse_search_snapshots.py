@@ -72,7 +72,7 @@ def test_pin_dialog(bench, snap_compare, size):
         screen = pilot.app.screen
         table = screen.query_one("#fragments")
         table.move_cursor(row=screen._ids.index("nw-note-slo-catalog"))
-        await pilot.press("P")
+        await pilot.press("ctrl+k")
         await until(pilot, lambda: type(pilot.app.screen).__name__ == "PinDialog")
         await pilot.pause()
     assert snap_compare(app_for(bench, principal="dan.kowalski"), terminal_size=size, run_before=pin)

@@ -38,7 +38,7 @@ def spy(wb, method: str) -> list[tuple]:
 async def edit_and_save(app, pilot, fid: str, text: str, reason: str):
     app.open_fragment(fid)
     await settle(pilot)
-    await pilot.press("e")
+    await pilot.press("ctrl+e")
     await settle(pilot)
     editor = app.screen
     assert type(editor).__name__ == "EditScreen" and editor.ready

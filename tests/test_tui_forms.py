@@ -8,7 +8,7 @@ from datetime import datetime
 
 import pytest
 from conftest import CONFIG
-from tui_support import LARGE, NOW, SIZES, SMALL, app_for, column_visible, inside_screen, settle, until
+from tui_support import LARGE, NOW, SIZES, SMALL, app_for, column_visible, confirm, inside_screen, settle, until
 
 from workbench import Workbench
 from workbench.errors import WorkbenchError
@@ -248,16 +248,23 @@ async def test_unpin_asks_first(wb, size):
         await pilot.press("u")  # typed into the picker, which has focus: not an unpin
         await settle(pilot)
         assert app.screen is screen and screen.query_one("#pin-id").value == "u"
+        await pilot.press("ctrl+u")  # in a field, the field's own key (delete to the start): not an unpin
+        await settle(pilot)
+        assert app.screen is screen and screen.query_one("#pin-id").value == ""
         screen.query_one("#pins").focus()
-        await pilot.press("u")
+        await pilot.press("u")  # a letter on the table goes to the picker too
+        await settle(pilot)
+        assert app.screen is screen and screen.query_one("#pin-id").value == "u"
+        screen.query_one("#pins").focus()
+        await pilot.press("ctrl+u")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         assert "nw-rb-psp-failover" in app.screen.message
         await pilot.press("escape")
         await settle(pilot)
         assert app.screen is screen and len(wb.pins(principal="marco.bianchi")) == 1
-        await pilot.press("u")
+        await pilot.press("ctrl+u")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-        await pilot.press("ctrl+s")
+        await confirm(pilot)
         await until(pilot, lambda: screen.query_one("#pins").row_count == 0 and app.pending == 0)
     assert wb.pins(principal="marco.bianchi") == []
 
@@ -307,11 +314,15 @@ async def test_inbox_actions_are_writes_and_enter_opens(wb):
         screen = await open_inbox(pilot)
         first = screen.items[0].fragment.id
         version = app.data_version
-        await pilot.press("v")
+        await pilot.press("v", "z", "e")  # plain letters never act on a row
+        await settle(pilot)
+        assert app.screen is screen and app.data_version == version
+        await pilot.press("ctrl+y")
+        await confirm(pilot)
         await until(pilot, lambda: first not in [i.fragment.id for i in screen.items])
         assert app.data_version == version + 1
         screen.query_one("#snooze-days").focus()
-        await pilot.press("z", "e", "v")  # typed into the field (which takes digits only): no action fires
+        await pilot.press("z", "e", "v", "ctrl+y", "ctrl+z")  # in the field (digits only): no action fires
         await settle(pilot)
         assert app.screen is screen and app.data_version == version + 1
         screen.query_one("#inbox").focus()

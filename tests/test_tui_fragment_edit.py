@@ -9,7 +9,7 @@ import threading
 
 import pytest
 from rich.text import Text
-from tui_support import NOW, SIZES, app_for, inside_screen, save_anyway, settle
+from tui_support import NOW, SIZES, app_for, confirm, inside_screen, save_anyway, settle, until
 
 from workbench import Workbench
 from workbench.tui.screens.conflict import ConflictScreen
@@ -205,7 +205,7 @@ async def test_revert_asks_first_and_needs_a_reason(wb, size):
     async with app.run_test(size=size) as pilot:
         await settle(pilot)
         screen = await open_fragment(app, pilot)
-        await pilot.press("up", "R")  # revert to v1: a question, not a write
+        await pilot.press("up", "ctrl+r")  # revert to v1: a question, not a write
         await settle(pilot)
         assert name(app) == "RevertScreen"
         dialog = app.screen
@@ -224,7 +224,7 @@ async def test_revert_asks_first_and_needs_a_reason(wb, size):
         await settle(pilot)
         assert app.screen is screen and reverts == []
         assert [v.reason for v in wb.history(FID, principal=ME)] == ["ingest nw-rb-psp-failover.md", "v2"]
-        await pilot.press("R")
+        await pilot.press("ctrl+r")
         await settle(pilot)
         await pilot.press("enter")  # no reason: refused in the dialog
         await pilot.pause()
@@ -246,7 +246,7 @@ async def test_a_revert_from_a_stale_screen_is_refused_and_reloads(wb, size):
     async with app.run_test(size=size) as pilot:
         await settle(pilot)
         screen = await open_fragment(app, pilot)
-        await pilot.press("up", "R")
+        await pilot.press("up", "ctrl+r")
         await settle(pilot)
         write_behind(app, wb, FID, "Version three, saved elsewhere.", "v3")
         await pilot.press(*"back to one", "enter")
@@ -263,13 +263,21 @@ async def test_verify_runs_as_a_write_job(wb, size):
     async with app.run_test(size=size) as pilot:
         await settle(pilot)
         await open_fragment(app, pilot)  # dan.kowalski's: the core refuses, the screen says so
-        await pilot.press("v")
+        await pilot.press("v")           # a plain letter never writes
         await settle(pilot)
+        assert name(app) == "FragmentScreen" and app.data_version == 0
+        await pilot.press("ctrl+y")
+        await confirm(pilot)
         assert app.data_version == 0 and any("only the owner" in n.message for n in app._notifications)
         await pilot.press("escape")
         screen = await open_fragment(app, pilot, MINE)
-        await pilot.press("v")
+        await pilot.press("ctrl+y")      # asks first: esc writes nothing
+        await until(pilot, lambda: name(app) == "ConfirmScreen")
+        await pilot.press("escape")
         await settle(pilot)
+        assert app.screen is screen and app.data_version == 0
+        await pilot.press("ctrl+y")
+        await confirm(pilot)
         assert app.data_version == 1
         assert screen.fragment.verified_at == NOW and "verified: 2026-11-30" in str(screen.query_one("#meta").render())
     assert wb.get(MINE, principal=ME).verified_at == NOW and wb.get(FID, principal=ME).verified_at is None
@@ -284,7 +292,7 @@ async def test_the_editor_keeps_reason_and_save_on_screen(wb, size):
     async with app.run_test(size=size) as pilot:
         await settle(pilot)
         await open_fragment(app, pilot)
-        await pilot.press("e")
+        await pilot.press("ctrl+e")
         await settle(pilot)
         editor = app.screen
         assert name(app) == "EditScreen" and type(editor).FORM
@@ -305,12 +313,12 @@ async def test_escape_with_unsaved_text_asks_keep_then_discard(wb, size):
     async with app.run_test(size=size) as pilot:
         await settle(pilot)
         screen = await open_fragment(app, pilot)
-        await pilot.press("e")
+        await pilot.press("ctrl+e")
         await settle(pilot)
         await pilot.press("escape")  # nothing typed: leaves at once
         await settle(pilot)
         assert app.screen is screen
-        await pilot.press("e")
+        await pilot.press("ctrl+e")
         await settle(pilot)
         editor = app.screen
         await pilot.press(*"draft ")
@@ -338,7 +346,7 @@ async def test_saving_runs_as_a_job_from_the_version_the_editor_opened(wb, size)
     async with app.run_test(size=size) as pilot:
         await settle(pilot)
         screen = await open_fragment(app, pilot)
-        await pilot.press("e")
+        await pilot.press("ctrl+e")
         await settle(pilot)
         editor = app.screen
         editor.query_one("#editor").load_text("## Failover\nFlip the flag.")
@@ -358,7 +366,7 @@ async def _conflict(app, pilot, wb):
     """Open the editor on v1, let priya.raman save v2 meanwhile, type and save: the dialog comes up."""
     await settle(pilot)
     await open_fragment(app, pilot)
-    await pilot.press("e")
+    await pilot.press("ctrl+e")
     await settle(pilot)
     editor = app.screen
     original = editor.query_one("#editor").text
@@ -432,7 +440,7 @@ async def test_leaving_before_the_load_arrives_is_safe(wb, size):
         assert name(app) == "BrowseScreen" and app.is_running
         screen = await open_fragment(app, pilot)
         with app.lock:
-            await pilot.press("e")
+            await pilot.press("ctrl+e")
             await pilot.pause(0.2)
             assert name(app) == "EditScreen" and app.screen.query_one("#editor").read_only
             await pilot.press(*"typed too early", "escape")

@@ -58,18 +58,18 @@ def test_diff(wb, snap_compare, size):
 @pytest.mark.parametrize("size", SIZES)
 def test_revert_dialog(wb, snap_compare, size):
     wb.edit(RUNBOOK, "Version two body.\n\nShorter steps.", reason="shorter steps", actor="marco.bianchi")
-    assert snap_compare(app_for(wb), terminal_size=size, run_before=opened(RUNBOOK, "up", "R"))
+    assert snap_compare(app_for(wb), terminal_size=size, run_before=opened(RUNBOOK, "up", "ctrl+r"))
 
 
 @pytest.mark.parametrize("size", SIZES)
 def test_editor(wb, snap_compare, size):
-    assert snap_compare(app_for(wb), terminal_size=size, run_before=opened(RUNBOOK, "e"))
+    assert snap_compare(app_for(wb), terminal_size=size, run_before=opened(RUNBOOK, "ctrl+e"))
 
 
 @pytest.mark.parametrize("size", SIZES)
 def test_conflict_dialog(wb, snap_compare, size):
     async def run_before(pilot):
-        await opened(RUNBOOK, "e")(pilot)
+        await opened(RUNBOOK, "ctrl+e")(pilot)
         with pilot.app.lock:  # saved by someone else while the editor is open
             wb.edit(RUNBOOK, "Saved by priya meanwhile.", reason="priya's fix", actor="priya.raman")
         await pilot.press(*"TUI note. ")

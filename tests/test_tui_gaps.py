@@ -110,7 +110,7 @@ async def test_another_org_sees_only_its_own_question(wb):
         assert len(rows) == len(wb.gaps(principal="agent.tw-ops", now=NOW).groups)
         # an agent may not create fragments: it is told to propose, and neither d nor enter opens a draft
         assert "answer one with a proposal" in shown(screen.query_one("#gaps-count"))
-        for key in ("d", "enter"):
+        for key in ("ctrl+d", "d", "enter"):
             await pilot.press(key)
             await settle(pilot)
             assert app.screen is screen, key
@@ -124,7 +124,10 @@ async def test_a_gap_becomes_a_draft_that_an_owner_publishes(wb, size):
     async with app.run_test(size=size) as pilot:
         gaps = await open_gaps(pilot)
         before = len(gaps.groups)
-        await pilot.press("d")
+        await pilot.press("d")  # a plain letter never acts on a row
+        await settle(pilot)
+        assert app.screen is gaps
+        await pilot.press("ctrl+d")
         await settle(pilot)
         form = app.screen
         assert type(form).__name__ == "NewFragmentScreen"

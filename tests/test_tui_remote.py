@@ -13,7 +13,7 @@ import signal
 import subprocess
 
 import pytest
-from tui_support import LARGE, SMALL, app_for, save_anyway, settle, until
+from tui_support import LARGE, SMALL, app_for, confirm, save_anyway, settle, until
 
 from browser_support import Browser, ensure_chromium, free_port, processes_mentioning, serve
 from conftest import WORKBENCH_BIN, run_cli_process
@@ -55,7 +55,7 @@ def latest(running, token, fid):
 async def edit_in_the_tui(app, pilot, fid, text, reason):
     app.open_fragment(fid)
     await settle(pilot)
-    await pilot.press("e")
+    await pilot.press("ctrl+e")
     await settle(pilot)
     editor = app.screen
     assert type(editor).__name__ == "EditScreen" and editor.ready
@@ -137,10 +137,10 @@ async def test_core_errors_from_the_server_show_as_the_usual_dialog_and_notifica
     async with app.run_test(size=LARGE) as pilot:
         app.open_fragment(SHARED)
         await settle(pilot)
-        await pilot.press("v")  # dan's fragment: the core refuses marco's verify, the screen says so
-        await settle(pilot)
+        await pilot.press("ctrl+y")  # dan's fragment: the core refuses marco's verify, the screen says so
+        await confirm(pilot)
         assert app.data_version == 0 and any("only the owner" in n.message for n in app._notifications)
-        await pilot.press("e")
+        await pilot.press("ctrl+e")
         await settle(pilot)
         editor = app.screen
         RemoteWorkbench(running.url, tokens["admin"]).edit(SHARED, "Saved by priya meanwhile.", reason="priya's fix")

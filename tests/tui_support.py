@@ -140,3 +140,10 @@ async def save_anyway(pilot) -> bool:
     await pilot.press("ctrl+s")
     await settle(pilot)
     return True
+
+
+async def confirm(pilot) -> None:
+    """Answer yes to the confirmation dialog on top (verify, unpin, ... ask first), with its confirm key."""
+    await until(pilot, lambda: type(pilot.app.screen).__name__ == "ConfirmScreen")
+    await pilot.press("ctrl+s" if "ctrl+s" in pilot.app.active_bindings else "y")
+    await settle(pilot)

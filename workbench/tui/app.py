@@ -12,8 +12,11 @@ file when it finds the workspace held), so ordinary actions never pay a reconnec
 Quit is immediate: the screen is restored at once and jobs still running are abandoned
 (``tui`` then ends the process; DuckDB's write-ahead log keeps any write whole).
 
-Single-letter keys are navigation keys on list screens; on a screen with a form (``FORM``) and
-whenever a text field or a button has focus they never fire, so typing cannot trigger them.
+The key grammar (help.py's INTRO states it for users): a plain character never changes anything.
+The app's plain keys only move between screens (``LETTER_ACTIONS``); on a screen with a form
+(``FORM``) and whenever a text field or a button has focus they never fire, so typing cannot
+trigger them. Keys that write are ctrl+letter, the same on every screen (rowactions.py), act on
+the focused row only, and ask first where the write is destructive; ctrl+o lists a row's actions.
 """
 
 from __future__ import annotations
@@ -46,7 +49,8 @@ def plain(message: str) -> str:
 IDLE_RELEASE_S = 60.0   # seconds without use before the workspace is let go (or when another process asks)
 MODEL_DELAY_S = 3.0     # the model starts loading this long after launch, or after the first search
 SLOW_JOB_S = 0.3        # a job running longer than this shows its label in the job line
-# app-level keys that are plain characters: never fired from a text field, a button or a form screen
+# app-level keys that are plain characters (they only move between screens): never fired from a text
+# field, a button or a form screen
 LETTER_ACTIONS = {"browse", "search", "inbox", "pins", "new_antipattern", "export", "help", "quit", "gaps"}
 
 

@@ -3,7 +3,8 @@
 The core decides which write actions a principal may take at all (``Workbench.actions``: by its
 kind and write grants, policy.py's table); this module only knows which policy action each key or
 palette command of the TUI takes (``WRITE_KEYS``), so that a key the principal may not use is
-neither shown nor run. It decides nothing itself, and every write is still decided by the core on
+neither shown nor run; and it lists the palette's commands, one entry per action with its key.
+It decides nothing itself, and every write is still decided by the core on
 its target (a refusal comes back as the screen's message or a notification).
 """
 
@@ -19,7 +20,7 @@ WRITE_KEYS = {"edit": "edit", "edit_row": "edit", "revert": "revert", "verify": 
               "snooze": "snooze", "snooze_row": "snooze", "accept": "review", "reject": "review",
               "_accept_highlighted": "review", "_reject_highlighted": "review", "pin": "pin", "pin_row": "pin",
               "unpin": "unpin", "unpin_row": "unpin", "new_antipattern": "create", "draft": "create",
-              "ingest_prompt": "create"}
+              "ingest_prompt": "create", "archive_row": "archive"}
 
 
 def offers(offered: frozenset[str], action: str) -> bool:
@@ -29,21 +30,45 @@ def offers(offered: frozenset[str], action: str) -> bool:
     return wanted is None or wanted in offered
 
 
+def key_for(app: Any, owner: Any, method: str) -> str:
+    """The key of the binding of ``owner`` (the app or a screen) that runs ``method``, as the footer
+    shows it ("^z", "b"); "" when no key runs it (the palette is then the way)."""
+    name = method.removeprefix("action_")
+    names = {name, name.strip("_").removesuffix("_highlighted")}  # inbox's _accept_highlighted → accept
+    for bindings in type(owner)._merge_bindings().key_to_bindings.values():
+        for b in bindings:
+            if b.action in names:
+                return app.get_key_display(b)
+    return ""
+
+
+def palette_entry(app: Any, owner: Any, name: str, callback: Any, help_text: str = "") -> SystemCommand:
+    """A palette command whose name shows its key, as "Snooze the highlighted fragment  ^z"."""
+    key = key_for(app, owner, getattr(callback, "__name__", ""))
+    return SystemCommand(f"{name}  {key}" if key else name, help_text, callback)
+
+
 def system_commands(app: Any, screen: Any, inherited: Iterable[SystemCommand]) -> Iterable[SystemCommand]:
     """The command palette: Textual's own commands, the app's, then the screen's (``commands()``),
-    leaving out those that write what the principal may not (``app.offers``)."""
-    commands = [*inherited,
-                SystemCommand("Browse", "Browse fragments by scope (b)", app.action_browse),
-                SystemCommand("Search", "Hybrid search as you type (/)", app.action_search),
-                SystemCommand("Nudge inbox", "My stale fragments: verify, snooze, edit (i)", app.action_inbox),
-                SystemCommand("Pins", "Pin fragments in the scopes I lead (p)", app.action_pins),
-                SystemCommand("New anti-pattern", "Don't / why / instead (n)", app.action_new_antipattern),
-                SystemCommand("Gaps", "Questions agents asked that got nothing useful; draft answers (g)",
-                              app.action_gaps),
-                SystemCommand("Export", "Preview and write an export (x)", app.action_export),
-                SystemCommand("Rebuild index", "Embed new text and recompute authority", app.action_rebuild_index),
-                SystemCommand("Ingest folder", "Import fragment files from a folder", app.action_ingest_prompt),
-                SystemCommand("Help", "Keys and commands (?)", app.action_help),
-                *(SystemCommand(name, f"{name} (this screen)", fn)
-                  for name, fn in getattr(screen, "commands", list)())]
-    return [c for c in commands if app.offers(getattr(c.callback, "__name__", ""))]
+    each once, with its key; leaving out those that write what the principal may not (``app.offers``)."""
+    own = [("Browse", "Browse fragments by scope", app.action_browse),
+           ("Search", "Hybrid search as you type", app.action_search),
+           ("Nudge inbox", "My stale fragments: verify, snooze, edit", app.action_inbox),
+           ("Pins", "Pin fragments in the scopes I lead", app.action_pins),
+           ("New anti-pattern", "Don't / why / instead", app.action_new_antipattern),
+           ("Gaps", "Questions agents asked that got nothing useful; draft answers", app.action_gaps),
+           ("Export", "Preview and write an export", app.action_export),
+           ("Rebuild index", "Embed new text and recompute authority", app.action_rebuild_index),
+           ("Ingest folder", "Import fragment files from a folder", app.action_ingest_prompt),
+           ("Help", "The key grammar and every key of every screen", app.action_help)]
+    commands = [*inherited, *(palette_entry(app, app, name, fn, text) for name, text, fn in own),
+                *(palette_entry(app, screen, name, fn) for name, fn in getattr(screen, "commands", list)())]
+    seen: set[str] = set()
+    listed = []
+    for c in commands:
+        action = getattr(c.callback, "__name__", "")
+        if c.title in seen or not app.offers(action):
+            continue
+        seen.add(c.title)
+        listed.append(c)
+    return listed

@@ -1,12 +1,14 @@
 """Browse: a tree of scopes (org → repo or "(org-wide)" → persona) beside a filterable table of
-fragments, with pin, unpin, verify, snooze and edit on any row. In the tree, enter shows a
-node's fragments and space folds it.
+fragments, with the row keys (rowactions.py: ctrl+e edit, ctrl+k pin, ctrl+y verify, ... ctrl+o the
+menu) on the focused row. In the tree, enter shows a node's fragments and space folds it.
 
 Each tree node's number is the number of rows the table shows when that node is selected
 (browse.Branch): an org shows all of the org, "(org-wide)" the org's fragments without a repo.
-Enter selects a node, space folds it, ``t`` hides the tree. Owner and kind filters take a
-prefix or the letters in order (``mar``, ``mbianchi``; ``anti``, ``ap``); a filter that matches
-several shows them all, under the filters (the table shows the rows of each). Rows are read through
+Enter selects a node, space folds it; the plain letters only change the view (``t`` hides the
+tree, ``s`` stale only, ``f`` the owner filter, ``r`` reloads) and never fire in a filter field.
+Owner and kind filters take a prefix or the letters in order (``mar``, ``mbianchi``; ``anti``,
+``ap``); a filter that matches several shows them all, under the filters (the table shows the rows
+of each). Rows are read through
 ``app.submit`` and painted a screenful first, then in batches, so 10k fragments paint fast; the
 screen reloads after any write and keeps its node, filters and cursor.
 """
@@ -26,7 +28,7 @@ from ..format import age, scope_label
 from ..plain import Input, Static, Tree
 from ..table import FitTable
 from .base import WbScreen
-from .rowactions import ROW_ACTIONS, RowActions, RowFragment, row_bindings
+from .rowactions import RowActions, RowFragment, row_bindings
 
 FIRST_PAGE = 120
 BATCH = 400
@@ -66,7 +68,8 @@ class BrowseScreen(RowActions, WbScreen):
         Binding("r", "reload", "Reload", id="browse-reload", show=False),
         Binding("escape", "focus_table", "Back to the table", id="browse-table", show=False),
     ]
-    LETTER_ACTIONS = ROW_ACTIONS | {"toggle_tree", "toggle_stale", "filter", "reload"}
+    LETTER_ACTIONS = frozenset({"toggle_tree", "toggle_stale", "filter", "reload"})
+    ROW_TABLE = "fragments"
 
     def __init__(self) -> None:
         super().__init__()

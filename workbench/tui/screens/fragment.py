@@ -1,6 +1,9 @@
 """Fragment: rendered markdown (with an anti-pattern's don't / why / instead and its evidence),
 metadata (and whether a newer fragment supersedes it), links in and out, authority, and the
 history. From the history: a coloured diff between any two versions, and a revert that asks first.
+The key grammar's write keys act on the fragment shown (rowactions.py: ctrl+e edit, ctrl+y verify,
+ctrl+k pin, ... ctrl+o the menu; ctrl+r reverts to the highlighted version); the plain letters only
+change the view (``d`` diff, ``a`` diff from, ``m`` details).
 
 The body gets most of the width; the metadata pane is proportional and can be hidden (``m``).
 Every store call runs through ``app.submit`` (the screen shows "loading…" meanwhile): this face
@@ -20,6 +23,7 @@ from ...inert import inert
 from ..format import LOADING, version_line
 from ..plain import DataTable, Markdown, Static
 from .base import WbScreen
+from .rowactions import RowActions, RowFragment, row_bindings
 
 USAGE_DAYS = 90   # the window of the usage line ("served N times in 90 days by K principals")
 
@@ -47,7 +51,7 @@ def fragment_markdown(f) -> str:
     return "\n\n".join(parts)
 
 
-class FragmentScreen(WbScreen):
+class FragmentScreen(RowActions, WbScreen):
 
     DEFAULT_CSS = """
     #frag-main { height: 1fr; }
@@ -60,12 +64,11 @@ class FragmentScreen(WbScreen):
     """
     BINDINGS = [
         Binding("escape", "back", "Back", id="fragment-back"),
-        Binding("e", "edit", "Edit", id="fragment-edit"),
+        *row_bindings("fragment"),
+        Binding("ctrl+r", "revert", "Revert", id="fragment-revert"),
         Binding("d", "diff", "Diff", id="fragment-diff"),
         Binding("a", "mark_from", "Diff from", id="fragment-diff-from", show=False),
-        Binding("R", "revert", "Revert to", id="fragment-revert"),
-        Binding("v", "verify", "Verify", id="fragment-verify"),
-        Binding("m", "toggle_meta", "Details pane", id="fragment-meta"),
+        Binding("m", "toggle_meta", "Details", id="fragment-meta"),
     ]
 
     def __init__(self, fragment_id: str) -> None:
@@ -85,7 +88,7 @@ class FragmentScreen(WbScreen):
             with Vertical(id="frag-meta"):
                 with VerticalScroll(id="meta-scroll"):
                     yield Static(LOADING, id="meta")
-                yield Static("History (d diff, R revert)", classes="pane-title")
+                yield Static("History (d diff, ^r revert)", classes="pane-title")
                 yield DataTable(id="history", cursor_type="row")
                 yield Static("", id="history-detail", markup=False)
 
@@ -262,19 +265,18 @@ class FragmentScreen(WbScreen):
                         reason=f"revert to v{target}: {reason}", done=done, failed=failed, write=True,
                         label="reverting…")
 
-    def action_verify(self) -> None:
-        def done(f) -> None:
-            self.app.notify(f"{f.id} verified")
-            if self.is_attached:
-                self.reload()
-        self.app.submit(self.wb.verify, self.fragment_id, actor=self.me, now=self.app.now, done=done, write=True,
-                        label="verifying…")
+    def row_fragment(self) -> RowFragment | None:
+        """The row keys act on the fragment shown, as the version shown (None while it loads)."""
+        f = self.fragment
+        return RowFragment(f.id, f.title, f.scope, f.version) if f is not None else None
 
-    def action_edit(self) -> None:
-        from .edit import EditScreen
+    def row_focused(self) -> bool:
+        return True
 
-        shown = self.fragment.version if self.fragment else None
-        self.app.push_screen(EditScreen(self.fragment_id, base=shown))  # a save reloads this screen on return
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "open_row":  # this is the fragment, open
+            return False
+        return super().check_action(action, parameters)
 
     def action_toggle_meta(self) -> None:
         pane = self.query_one("#frag-meta")
@@ -288,6 +290,6 @@ class FragmentScreen(WbScreen):
         self.dismiss()
 
     def commands(self):
-        return [("Edit this fragment", self.action_edit), ("Diff versions", self.action_diff),
-                ("Revert to highlighted version", self.action_revert), ("Verify this fragment", self.action_verify),
+        return [*((name.replace("the highlighted fragment", "this fragment"), fn) for name, fn in self.row_commands()),
+                ("Diff versions", self.action_diff), ("Revert to the highlighted version", self.action_revert),
                 ("Show or hide the details pane", self.action_toggle_meta)]

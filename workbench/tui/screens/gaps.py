@@ -1,7 +1,7 @@
 """Gaps: questions agents asked in the last 30 days that got nothing useful (an abstention, or only
 low-confidence fragments), near-identical ones grouped, most asked first. You see your own calls
-and, as a lead, those made in the scopes you lead. d (or enter) drafts an answer to the highlighted
-group: the form opens with the question as its title, the questions asked in its body and the
+and, as a lead, those made in the scopes you lead. ctrl+d (or enter; ctrl+o lists it) drafts an
+answer to the focused group: the form opens with the question as its title, the questions asked in its body and the
 group's scope, and saves a draft (a proposal, served to no one) that an owner publishes from the
 inbox once the answer is written. A drafted question is no longer listed.
 
@@ -38,15 +38,16 @@ def clip(text: str, width: int) -> str:
 
 
 class GapsScreen(WbScreen):
-    """Gaps: unanswered questions in your scopes; d drafts a fragment that answers one."""
+    """Gaps: unanswered questions in your scopes; ctrl+d drafts a fragment that answers one."""
 
     DEFAULT_CSS = """
     GapsScreen #gaps { height: 1fr; min-height: 4; }
     GapsScreen #gaps-detail { height: auto; max-height: 4; }
     """
     BINDINGS = [
-        Binding("d", "draft", "Draft a fragment", id="gaps-draft"),
+        Binding("ctrl+d", "draft", "Draft a fragment", id="gaps-draft"),
         Binding("enter", "draft", "Draft", id="gaps-open", show=False),
+        Binding("ctrl+o", "row_menu", "Actions", id="gaps-actions"),
         Binding("escape", "back", "Back", id="gaps-back"),
     ]
 
@@ -87,7 +88,7 @@ class GapsScreen(WbScreen):
             table.move_cursor(row=min(max(row, 0), len(self.groups) - 1))
         self.query_one("#gaps-count", Static).update(
             f"{report.questions} question(s) in {len(self.groups)} group(s) · "
-            + ("d drafts a fragment that answers one" if self.app.offers("draft")
+            + ("^d drafts a fragment that answers one" if self.app.offers("draft")
                else "answer one with a proposal (workbench propose)")
             if self.groups else f"No unanswered questions in the last {DAYS} days in your scopes.")
         self._show_detail()
@@ -117,7 +118,7 @@ class GapsScreen(WbScreen):
 
     @on(DataTable.RowSelected, "#gaps")
     def _chosen(self) -> None:
-        if self.app.offers("draft"):  # as the d key: only for a principal who may create fragments
+        if self.app.offers("draft"):  # as the ctrl+d key: only for a principal who may create fragments
             self.action_draft()
 
     def action_draft(self) -> None:
@@ -137,6 +138,16 @@ class GapsScreen(WbScreen):
                         "not a team server", severity="warning")
             return None
         return g
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """ctrl+d acts on the focused row of the table only."""
+        if action == "draft" and self.focused is not self.query_one("#gaps", DataTable):
+            return False
+        return super().check_action(action, parameters)
+
+    def menu_subject(self) -> str:
+        g = self._group()
+        return clip(g.question, 60) if g else ""
 
     def commands(self):
         return [("Draft a fragment answering the highlighted question", self.action_draft)]

@@ -25,10 +25,25 @@ INHERITED = {"tab", "shift+tab", "ctrl+c", "super+c"}
 
 INTRO = """# workbench keys
 
-Curate what AI agents know: versioned, scoped, owned fragments. Plain-character keys act only when
-no text field or button has focus, and never on a screen with a form (search, edit, pins, export,
-new anti-pattern): leave those with **esc**. **^q** quits anywhere, asking first if an edit is unsaved.
-**^p** opens the command palette, which lists every action below by name.
+Curate what AI agents know: versioned, scoped, owned fragments. The keys follow one grammar:
+
+1. **A plain character never changes anything.** Letters only move between screens (**b** browse,
+   **/** search, **i** inbox, **p** pins, **g** gaps, **x** export, **n** new anti-pattern, **?** help,
+   **q** quit) or change the view (**t** tree, **s** stale only, **f** filter, **m** details, **d** diff,
+   **r** reload), and never while a text field or a button has focus.
+2. **Keys that write are ctrl+letter**, the same on every screen, and act on the focused row only
+   (a table must have focus; on a fragment, the fragment shown): **^e** edit, **^k** pin, **^u** unpin,
+   **^y** verify ("yes, still true"), **^z** snooze, **^n** archive, **^a** accept and **^r** reject a
+   proposal, **^r** revert (fragment), **^d** draft (gaps). **^o** opens the row's actions menu: every
+   action you may take on that row, with its key. **enter** opens the row.
+3. **Destructive writes ask first**: verify, snooze, unpin, revert, archive and reject open a dialog;
+   edit and pin open their own editor or dialog.
+4. **Typing screens** (search, edit, pins, export, the forms and dialogs): a character typed while a
+   table or list has focus goes to the screen's text field. On Search, **/** goes to the query from
+   anywhere, **up** on the first result and **esc** on the results return to it, **esc** on the query goes back.
+5. **Dialogs**: **^s** confirms, **enter** too (unless a multi-line field has focus), **esc** cancels.
+6. **^p** opens the command palette: every action once, with its key. **^q** quits from anywhere,
+   asking first if an edit is unsaved.
 """
 
 
@@ -52,6 +67,7 @@ def screen_title(cls: type) -> str:
             "Confirm": "Confirm (dialog)", "Diff": "Diff versions (dialog)", "Revert": "Revert? (dialog)",
             "PinDialog": "Pin (dialog)", "UnpinDialog": "Unpin (dialog)", "SnoozeDialog": "Snooze (dialog)",
             "AcceptDialog": "Accept a proposal (dialog)", "RejectDialog": "Reject a proposal (dialog)",
+            "ActionsMenu": "Row actions (ctrl+o)",
             "StartFailed": "Start-up failure"}.get(name, name)
 
 

@@ -6,8 +6,11 @@ edit then accept, or reject it with a reason its author reads.
 The tables fit their width (``columns.fit``): title, kind, owner (or who proposed it), age and
 reason first; used, cited, scope and id fold away on a narrow terminal (→ scrolls to them). The
 highlighted row's full id, title and reasons, and its folded columns, are in the detail line
-under each. The letter keys act on the table that
-has focus (tab moves between them): v, z on your fragments; a, r on proposals; e and enter on both.
+under each. The key grammar's ctrl keys act on the
+focused row of the table that has focus (tab moves between them): on your fragments the row keys
+(rowactions.py: ctrl+y verify and ctrl+z snooze ask first, ctrl+e edit, ctrl+k pin, ...); on
+proposals ctrl+a accept, ctrl+e edit then accept, ctrl+r reject (asks, with a reason); enter opens
+either; ctrl+o lists them. Plain letters never act here.
 """
 
 from __future__ import annotations
@@ -16,15 +19,15 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Button
 
 from ...errors import WorkbenchError
 from ..columns import Column, age_badges, short_name
 from ..format import age, scope_label
 from ..messages import plain
-from ..plain import DataTable, Input, Label, Static, TextArea
+from ..plain import DataTable, Input, Label, Static
 from ..table import FitTable
 from .base import WbScreen
+from .rowactions import ROW_ACTIONS, RowActions, RowFragment, row_bindings
 
 STALE_COLUMNS = (
     Column("title", "title", priority=0, min_width=16, max_width=48, grow=True, comfort=24),
@@ -51,8 +54,8 @@ def mine(wb, me, now) -> list:
     return [i for i in wb.stale(now=now, principal=me) if i.fragment.owner == me.name]
 
 
-class InboxScreen(WbScreen):
-    """Nudge inbox: v verify, z snooze (for the days typed), e edit, enter open."""
+class InboxScreen(RowActions, WbScreen):
+    """Nudge inbox: ctrl+y verify, ctrl+z snooze (for the days typed), ctrl+e edit, enter open."""
 
     DEFAULT_CSS = """
     InboxScreen #inbox { height: 1fr; min-height: 4; }
@@ -67,13 +70,12 @@ class InboxScreen(WbScreen):
     """
     BINDINGS = [
         Binding("enter", "open", "Open", id="inbox-open", show=False),
-        Binding("v", "verify", "Verify", id="inbox-verify"),
-        Binding("z", "snooze", "Snooze", id="inbox-snooze"),
-        Binding("e", "edit", "Edit", id="inbox-edit"),
-        Binding("a", "accept", "Accept", id="inbox-accept"),
-        Binding("r", "reject", "Reject", id="inbox-reject"),
+        *row_bindings("inbox"),
+        Binding("ctrl+a", "accept", "Accept", id="inbox-accept"),
+        Binding("ctrl+r", "reject", "Reject", id="inbox-reject"),
         Binding("escape", "back", "Back", id="inbox-back"),
     ]
+    ROW_TABLE = "inbox"
 
     def __init__(self) -> None:
         super().__init__()
@@ -88,7 +90,7 @@ class InboxScreen(WbScreen):
         with Horizontal(id="snooze-row"):
             yield Label("Snooze days:", id="snooze-label")
             yield Input(value="30", placeholder="days", id="snooze-days", restrict=r"[0-9]*", max_length=5)
-            yield Static("z hides the highlighted row for that long",
+            yield Static("ctrl+z offers to hide the focused row for that long",
                          id="snooze-hint", classes="hint")
         with Vertical(id="proposals-pane"):
             yield Static("Proposals to review", classes="pane-title")
@@ -140,7 +142,7 @@ class InboxScreen(WbScreen):
         if items:
             table.move_cursor(row=min(max(row, 0), len(items) - 1))
         self.query_one("#inbox-count", Static).update(
-            f"{len(items)} to check · v verify · z snooze · e edit · enter open" if items
+            f"{len(items)} to check · ^y verify · ^z snooze · ^e edit · enter open · ^o all" if items
             else "Nothing to check: all your fragments are fresh.")
         self._show_detail()
 
@@ -165,7 +167,7 @@ class InboxScreen(WbScreen):
         if proposals:
             table.move_cursor(row=min(max(row, 0), len(proposals) - 1))
             self.query_one("#proposals-count", Static).update(
-                f"{len(proposals)} awaiting your review · a accept · e edit, then accept · r reject · enter open")
+                f"{len(proposals)} awaiting your review · ^a accept · ^e edit, then accept · ^r reject · enter open")
             if not self.items and not table.has_focus:
                 table.focus()
         elif table.has_focus:
@@ -196,9 +198,6 @@ class InboxScreen(WbScreen):
             return None
         return self.proposals[table.cursor_row]
 
-    def on_descendant_focus(self, _event) -> None:
-        self.refresh_bindings()  # the footer shows the keys of the table that has focus
-
     def _item(self):
         table = self.query_one("#inbox", DataTable)
         if not self.items or not 0 <= table.cursor_row < len(self.items):
@@ -215,44 +214,34 @@ class InboxScreen(WbScreen):
     def _failed(self, e: WorkbenchError) -> None:
         self.notify(plain(e), title="Not done", severity="error", timeout=8)
 
-    def action_verify(self) -> None:
-        fid = self._current()
-        if not fid:
-            return
+    def row_fragment(self) -> RowFragment | None:
+        """The focused row of your stale fragments (the row keys act there only)."""
+        item = self._item()
+        if item is None:
+            return None
+        f = item.fragment
+        return RowFragment(f.id, f.title, f.scope, f.version)
 
-        def verified(_) -> None:
-            self.notify(f"{fid} verified")
-            self.reload()
-        self.app.submit(self.wb.verify, fid, actor=self.me, now=self.app.now, done=verified, failed=self._failed,
-                        label="verifying…", write=True)
+    def row_focused(self) -> bool:
+        """A row of either table has focus (the check of each key says which table it acts on)."""
+        return self.focused is not None and self.focused.id in ("inbox", "proposals")
 
-    def action_snooze(self) -> None:
-        fid = self._current()
+    def snooze_days(self) -> int:
+        """The days typed beside the table (the dialog checks them), else 30."""
         raw = self.query_one("#snooze-days", Input).value.strip()
-        if not fid:
-            return
-        if not raw.isdigit():
-            self.notify("snooze days must be a whole number", severity="error")
-            return
+        return int(raw) if raw.isdigit() else 30
 
-        def snoozed(_) -> None:
-            self.notify(f"{fid} snoozed for {raw} days")
-            self.reload()
-        self.app.submit(self.wb.snooze, fid, days=int(raw), actor=self.me, now=self.app.now, done=snoozed,
-                        failed=self._failed, label="snoozing…", write=True)
-
-    def action_edit(self) -> None:
+    def action_edit_row(self) -> None:
+        """On a proposal: edit, then accept (the accept dialog opens once the edit is saved)."""
         from .edit import EditScreen
 
-        if self._on_proposals():  # edit, then accept: the accept dialog opens once the edit is saved
-            proposal = self._proposal()
-            if proposal:
-                self.app.push_screen(EditScreen(proposal.id, base=proposal.version),
-                                     lambda saved: self._accept(saved) if saved else None)
+        if not self._on_proposals():
+            super().action_edit_row()  # the inbox reloads when shown again after a save
             return
-        fid = self._current()
-        if fid:
-            self.app.push_screen(EditScreen(fid))  # the inbox reloads when shown again after a save
+        proposal = self._proposal()
+        if proposal:
+            self.app.push_screen(EditScreen(proposal.id, base=proposal.version),
+                                 lambda saved: self._accept(saved) if saved else None)
 
     def action_accept(self) -> None:
         proposal = self._proposal()
@@ -298,21 +287,26 @@ class InboxScreen(WbScreen):
             self.app.open_fragment(fid)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """The letter keys never fire while the snooze days field has focus; v and z act on your
-        fragments, a and r on proposals (each shown only while its table has focus)."""
-        if action in {"verify", "snooze", "edit", "accept", "reject"} and \
-                isinstance(self.focused, (Input, TextArea, Button)):
-            return False
-        if action in {"verify", "snooze"}:
-            return not self._on_proposals() and super().check_action(action, parameters)
+        """Each ctrl key acts on the focused row of its table: the row keys on your fragments (edit and
+        the menu on proposals too), accept and reject on proposals; none while a field has focus."""
+        on_proposals = self._on_proposals()
         if action in {"accept", "reject"}:
-            return self._on_proposals() and bool(self.proposals) and super().check_action(action, parameters)
+            return on_proposals and bool(self.proposals) and super().check_action(action, parameters)
+        if action in ROW_ACTIONS - {"edit_row", "row_menu", "open_row"} and on_proposals:
+            return False
         return super().check_action(action, parameters)
 
+    def menu_subject(self) -> str:
+        if self._on_proposals():
+            f = self._proposal()
+            return f"{f.id} · {f.title}" if f else ""
+        return super().menu_subject()
+
+    def action_open_row(self) -> None:
+        self.action_open()
+
     def commands(self):
-        return [("Verify the highlighted fragment", self.action_verify),
-                ("Snooze the highlighted fragment", self.action_snooze),
-                ("Edit the highlighted fragment", self.action_edit),
+        return [*self.row_commands(),
                 ("Accept the highlighted proposal", self._accept_highlighted),
                 ("Reject the highlighted proposal", self._reject_highlighted)]
 

@@ -4,6 +4,10 @@ A fragment is picked by id or title, with completion over what you can see; an o
 ``until`` date ends the pin on its own. Non-leads see who may pin and why they cannot. The table
 fits its width (``columns.fit``): title, kind, owner, age and scope first; until, who pinned,
 when, why and the id fold away on a narrow terminal (→ scrolls to them; the detail line has them).
+
+A typing screen: ctrl+s pins what the form holds; on the focused row of the pins table, ctrl+u
+unpins (asks first), enter opens the fragment, ctrl+o lists both. A printable key typed while
+the table has focus goes to the fragment picker.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from ...errors import WorkbenchError
 from ..columns import Column, age_badges, clip, short_name
 from ..format import age, scope_label
 from ..messages import plain
-from ..plain import DataTable, Input, Select, Static, TextArea, plain_title
+from ..plain import DataTable, Input, Select, Static, plain_title
 from ..table import FitTable
 from .base import WbScreen
 from .keepwork import KeepsWork
@@ -62,7 +66,7 @@ def parse_until(text: str, now: datetime) -> datetime | str | None:
 
 
 class PinsScreen(KeepsWork, WbScreen):
-    """Pins: the pins in the scopes you lead; pin by id or title, unpin with u."""
+    """Pins: the pins in the scopes you lead; pin by id or title, unpin the focused row with ctrl+u."""
 
     FORM = True
     DEFAULT_CSS = """
@@ -78,7 +82,8 @@ class PinsScreen(KeepsWork, WbScreen):
     PinsScreen #errors { height: auto; }
     """
     BINDINGS = [
-        Binding("u", "unpin", "Unpin", id="pins-unpin"),
+        Binding("ctrl+u", "unpin", "Unpin", id="pins-unpin"),
+        Binding("ctrl+o", "row_menu", "Actions", id="pins-actions"),
         Binding("ctrl+s", "pin", "Pin", id="pins-pin"),
         Binding("escape", "back", "Back", id="pins-back"),
     ]
@@ -208,7 +213,7 @@ class PinsScreen(KeepsWork, WbScreen):
         detail.update(f"{pin.fragment_id} · {self.titles.get(pin.fragment_id, '')} · {pin.scope}"
                       + (f" · until {pin.until:%Y-%m-%d}" if pin.until else "")
                       + (f" · {pin.reason}" if pin.reason else "") + (f" · {folded}" if folded else "")
-                      + " · u unpins (from the table)")
+                      + " · ^u unpins (from the table)")
 
     def _highlighted(self):
         table = self.query_one("#pins", DataTable)
@@ -277,10 +282,23 @@ class PinsScreen(KeepsWork, WbScreen):
         self.reload()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """``u`` never fires while a field or a button has focus (it is typed there)."""
-        if action == "unpin" and isinstance(self.focused, (Input, TextArea, Button)):
+        """ctrl+u and the menu act on the focused row of the pins table only."""
+        if action in ("unpin", "open_row") and self.focused is not self.query_one("#pins", DataTable):
             return False
         return super().check_action(action, parameters)
+
+    def typing_field(self):
+        return self.query_one("#pin-id", Input)
+
+    def menu_subject(self) -> str:
+        pin = self._highlighted()
+        return f"{pin.fragment_id} · {pin.scope}" if pin else ""
+
+    @on(DataTable.RowSelected, "#pins")
+    def action_open_row(self) -> None:
+        pin = self._highlighted()
+        if pin is not None:
+            self.app.open_fragment(pin.fragment_id)
 
     def commands(self):
         return [("Unpin the highlighted pin", self.action_unpin)]

@@ -1,11 +1,15 @@
-"""Actions on a fragment row, for any screen with a table of fragments (Browse, Search, ...):
-P pin, U unpin, v verify, z snooze, e edit (enter opens, through the table itself).
+"""Actions on a fragment row, for any screen with a table of fragments (Browse, Search, Inbox) and
+for the fragment view (the fragment shown): the key grammar's write keys, the same everywhere:
+ctrl+e edit, ctrl+k pin, ctrl+u unpin, ctrl+y verify, ctrl+z snooze, ctrl+n archive, and ctrl+o
+the row's actions menu (enter opens the row, through the table itself).
 
 A screen mixes ``RowActions`` in before ``WbScreen``, adds ``row_bindings("<screen>")`` to its
-BINDINGS (ids ``<screen>-pin`` ...) and says which fragment the cursor is on
-(``row_fragment``). Writes go through ``app.submit(write=True)``; errors come back as
-notifications in the TUI's words; after a write the screen's ``reload()`` runs. The letter keys
-never fire while a text field or a button has focus.
+BINDINGS (ids ``<screen>-pin`` ...), says which fragment the cursor is on (``row_fragment``) and
+which table holds the rows (``ROW_TABLE``). The keys act only while that table has focus (so never
+while a text field or a button has focus), on the focused row only. Verify, snooze, unpin and
+archive ask first; edit and pin open their own editor or dialog (that is the asking). Writes go
+through ``app.submit(write=True)``; errors come back as notifications in the TUI's words; after a
+write the screen's ``reload()`` runs. Plain letters never act here: they move between screens.
 """
 
 from __future__ import annotations
@@ -15,13 +19,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from textual.binding import Binding
-from textual.widgets import Button, Input, TextArea
+from textual.widgets import DataTable
 
-from ...service.browse import pin_scopes
 from ...models import Scope
+from ...service.browse import pin_scopes
 from ..messages import plain
 
-ROW_ACTIONS = frozenset({"pin_row", "unpin_row", "verify_row", "snooze_row", "edit_row"})
+# the grammar's row keys: action → key (the same on every screen and table)
+ROW_KEYS = {"edit_row": "ctrl+e", "pin_row": "ctrl+k", "unpin_row": "ctrl+u", "verify_row": "ctrl+y",
+            "snooze_row": "ctrl+z", "archive_row": "ctrl+n"}
+ROW_ACTIONS = frozenset({*ROW_KEYS, "row_menu", "open_row"})
 
 
 @dataclass(frozen=True)
@@ -37,27 +44,40 @@ class RowFragment:
 def row_bindings(prefix: str) -> list[Binding]:
     """The row-action keys, with binding ids ``<prefix>-pin`` and so on."""
     return [
-        Binding("P", "pin_row", "Pin", id=f"{prefix}-pin"),
-        Binding("U", "unpin_row", "Unpin", id=f"{prefix}-unpin", show=False),
-        Binding("v", "verify_row", "Verify", id=f"{prefix}-verify"),
-        Binding("z", "snooze_row", "Snooze", id=f"{prefix}-snooze", show=False),
-        Binding("e", "edit_row", "Edit", id=f"{prefix}-edit"),
+        Binding(ROW_KEYS["edit_row"], "edit_row", "Edit", id=f"{prefix}-edit"),
+        Binding(ROW_KEYS["pin_row"], "pin_row", "Pin", id=f"{prefix}-pin", show=False),
+        Binding(ROW_KEYS["unpin_row"], "unpin_row", "Unpin", id=f"{prefix}-unpin", show=False),
+        Binding(ROW_KEYS["verify_row"], "verify_row", "Verify", id=f"{prefix}-verify"),
+        Binding(ROW_KEYS["snooze_row"], "snooze_row", "Snooze", id=f"{prefix}-snooze", show=False),
+        Binding(ROW_KEYS["archive_row"], "archive_row", "Archive", id=f"{prefix}-archive", show=False),
+        Binding("ctrl+o", "row_menu", "Actions", id=f"{prefix}-actions"),
     ]
 
 
 class RowActions:
     """Mixin for a WbScreen showing fragments in a table (put it before WbScreen)."""
 
-    # actions bound to plain characters: refused while a text field or a button has focus
-    LETTER_ACTIONS: frozenset[str] = ROW_ACTIONS
+    ROW_TABLE = ""   # the id of the table whose focused row the keys act on
 
     def row_fragment(self) -> RowFragment | None:  # pragma: no cover - each screen says
         raise NotImplementedError
 
+    def row_focused(self) -> bool:
+        """Whether the row keys may act now: the rows' table has focus (the fragment view: always)."""
+        focused = self.focused  # type: ignore[attr-defined]
+        return isinstance(focused, DataTable) and focused.id == self.ROW_TABLE
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in self.LETTER_ACTIONS and isinstance(self.focused, (Input, TextArea, Button)):
+        """The row keys act on the focused row only: hidden (and inert) unless the table has focus."""
+        if action in ROW_ACTIONS and not self.row_focused():
             return False
         return super().check_action(action, parameters)  # type: ignore[misc]
+
+    def on_descendant_focus(self, _event) -> None:
+        self.refresh_bindings()  # type: ignore[attr-defined] - the footer shows the focused table's keys
+
+    def on_descendant_blur(self, _event) -> None:
+        self.refresh_bindings()  # type: ignore[attr-defined]
 
     def after_row_write(self) -> None:
         """Show the change at once (the screen has seen this data version now)."""
@@ -134,11 +154,36 @@ class RowActions:
         self.app.submit(self.wb.pins, principal=self.me, done=got, label="reading pins…")
 
     def action_verify_row(self) -> None:
+        """Ask first ("yes, still true"), then restart its staleness clock."""
+        from .prompt import ConfirmScreen
+
         row = self.row_fragment()
-        if row is not None:
-            now = self.app.clock()
-            self._row_write(self.wb.verify, row.id, actor=self.me, now=now,
-                            message=f"{row.id} verified: still true as of {now:%Y-%m-%d}")
+        if row is None:
+            return
+        now = self.app.clock()
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._row_write(self.wb.verify, row.id, actor=self.me, now=now,
+                                message=f"{row.id} verified: still true as of {now:%Y-%m-%d}")
+        self.app.push_screen(ConfirmScreen(
+            "Verify?", f"Mark {row.id} ({row.title}) as still true as of {now:%Y-%m-%d}? Its staleness clock "
+            "starts again.", yes="Verify", no="Cancel"), answered)
+
+    def action_archive_row(self) -> None:
+        """Ask first, with the reason the core records: an archived fragment is no longer served."""
+        from .prompt import PromptScreen
+
+        row = self.row_fragment()
+        if row is None:
+            return
+
+        def answered(reason: str | None) -> None:
+            if reason:
+                self._row_write(self.wb.archive, row.id, actor=self.me, reason=reason, base=row.version,
+                                message=f"{row.id} archived (workbench restore brings it back)")
+        self.app.push_screen(PromptScreen(f"Archive {row.id}? It is no longer served or listed. Why?",
+                                          "the reason (required); esc keeps it"), answered)
 
     def action_snooze_row(self) -> None:
         from .pin_dialog import SnoozeDialog
@@ -150,8 +195,12 @@ class RowActions:
         def snooze(days: int) -> str:
             self.wb.snooze(row.id, days=days, actor=self.me, now=self.app.clock())
             return f"{row.id} snoozed for {days} days"
-        self.app.push_screen(SnoozeDialog(row.id, row.title).writing(snooze, done=self._row_written,
-                                                                     label="snoozing…"))
+        self.app.push_screen(SnoozeDialog(row.id, row.title, self.snooze_days()).writing(
+            snooze, done=self._row_written, label="snoozing…"))
+
+    def snooze_days(self) -> int:
+        """The days the snooze dialog offers first."""
+        return 30
 
     def action_edit_row(self) -> None:
         from .edit import EditScreen
@@ -162,11 +211,15 @@ class RowActions:
 
     def row_commands(self) -> list[tuple[str, Callable[[], None]]]:
         """The row actions for the command palette."""
-        return [("Pin the highlighted fragment", self.action_pin_row),
+        return [("Edit the highlighted fragment", self.action_edit_row),
+                ("Pin the highlighted fragment", self.action_pin_row),
                 ("Unpin the highlighted fragment", self.action_unpin_row),
                 ("Verify the highlighted fragment", self.action_verify_row),
                 ("Snooze the highlighted fragment", self.action_snooze_row),
-                ("Edit the highlighted fragment", self.action_edit_row)]
+                ("Archive the highlighted fragment", self.action_archive_row)]
+
+    def action_open_row(self) -> None:
+        self.open_row()
 
     def open_row(self) -> None:
         row = self.row_fragment()

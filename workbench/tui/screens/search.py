@@ -1,6 +1,12 @@
 """Search: results as you type (rank, title, kind, owner, age and badges, confidence, scope, id,
-score: the last fold away on a narrow terminal, → scrolls to them), with an explain pane for the highlighted hit (its full id, scope and title, the score breakdown, the settings
-and stage timings) and pin, unpin, verify, snooze and edit on any result.
+score: the last fold away on a narrow terminal, → scrolls to them), with an explain pane for the
+highlighted hit (its full id, scope and title, the score breakdown, the settings and stage
+timings) and the row keys (rowactions.py: ctrl+e edit, ctrl+k pin, ... ctrl+o the menu) on the
+focused result.
+
+A typing screen: `/` focuses the query from anywhere on it, Up on the first result and Esc on the
+results return to the query, Esc on the query goes back, and a printable key typed while the
+results have focus is typed into the query (it never acts on a row).
 
 Never blocked by the model: until the embedding model has loaded (``app.model_ready``), a query
 is answered lexically (BM25, without the model, so without a calibrated confidence: "…"),
@@ -21,7 +27,7 @@ from ...service.browse import STALE_DAYS
 from ..columns import Column, age_badges, short_name
 from ..format import age, scope_label
 from ..messages import plain
-from ..plain import Input, Static
+from ..plain import DataTable, Input, Static
 from ..table import FitTable
 from .base import WbScreen
 from .rowactions import RowActions, RowFragment, row_bindings
@@ -88,8 +94,11 @@ class SearchScreen(RowActions, WbScreen):
         Binding("escape", "back", "Back", id="search-back"),
         Binding("f2", "toggle_explain", "Explain", id="search-explain"),
         Binding("down", "focus_results", "Results", id="search-results", show=False),
+        Binding("slash", "focus_query", "Query", id="search-query", show=False),
+        Binding("up", "query_from_top", "Query", id="search-query-up", show=False, priority=True),
         *row_bindings("search"),
     ]
+    ROW_TABLE = "results"
 
     def __init__(self, query: str = "") -> None:
         super().__init__()
@@ -254,10 +263,28 @@ class SearchScreen(RowActions, WbScreen):
         pane = self.query_one("#explain")
         pane.display = not pane.display
 
+    def typing_field(self):
+        return self.query_one("#search-input", Input)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """`/` is typed into the query while it has focus; Up leaves the results only from the first row."""
+        if action == "focus_query":
+            return self.focused is not self.query_one("#search-input", Input)
+        if action == "query_from_top":
+            table = self.query_one("#results", DataTable)
+            return self.focused is table and table.cursor_row <= 0
+        return super().check_action(action, parameters)
+
+    def action_focus_query(self) -> None:
+        self.set_focus(self.query_one("#search-input", Input))
+
+    def action_query_from_top(self) -> None:
+        self.action_focus_query()
+
     def action_focus_results(self) -> None:
         table = self.query_one("#results", FitTable)
         if self.focused is not table:
-            table.focus()
+            self.set_focus(table)  # at once: a key typed next is the table's
         else:
             table.action_cursor_down()
 
@@ -265,4 +292,8 @@ class SearchScreen(RowActions, WbScreen):
         return [("Show or hide the explain pane", self.action_toggle_explain), *self.row_commands()]
 
     def action_back(self) -> None:
+        """Esc on the results returns to the query; on the query, leaves the screen."""
+        if self.focused is self.query_one("#results", DataTable):
+            self.action_focus_query()
+            return
         self.app.pop_screen()
