@@ -155,7 +155,7 @@ async def test_sentences_typed_into_the_inbox_pins_antipattern_and_export_forms_
         assert app.screen is inbox and days.value.isdigit()
         inbox.set_focus(inbox.query_one("#proposals"))
         for key, dialog, selector in (("ctrl+a", "AcceptDialog", "#accept-dialog-reason"),
-                                      ("ctrl+r", "PromptScreen", "#prompt-input")):
+                                      ("ctrl+r", "RejectDialog", "#reject-dialog-reason")):
             await pilot.press(key)
             await until(pilot, lambda d=dialog: name(app) == d)
             field = app.screen.query_one(selector)
@@ -256,7 +256,9 @@ async def test_archive_asks_first_with_a_reason_and_archives_the_focused_row_onl
         await pilot.press("ctrl+n")
         await until(pilot, lambda: name(app) == "PromptScreen")
         assert OTHER_MINE in str(app.screen.question)
-        await pilot.press(*"replaced", "escape")        # esc: nothing written, the typed reason goes with it
+        await pilot.press(*"replaced", "escape")        # esc: asks before the typed reason goes
+        await until(pilot, lambda: name(app) == "DiscardScreen")
+        await pilot.press("ctrl+d")                     # discard it: nothing written
         await settle(pilot)
         assert {f.id: f.status for f in app.call(wb.list, principal=ME, include_archived=True)} == before
         await pilot.press("ctrl+n")

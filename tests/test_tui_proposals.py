@@ -104,7 +104,9 @@ async def test_a_refused_accept_is_a_notification_and_the_proposal_stays(wb):
         await settle(pilot)  # refused: the dialog stays open with what was typed, the error is a notification
         assert screen_name(app) == "AcceptDialog" and app.screen.query_one("#accept-dialog-owner").value == "hannah.lee"
         assert any("hannah.lee" in n.message for n in app._notifications)
-        await pilot.press("escape")
+        await pilot.press("escape")   # the owner was typed: asks first
+        await until(pilot, lambda: screen_name(app) == "DiscardScreen")
+        await pilot.press("ctrl+d")
         await until(pilot, lambda: screen_name(app) == "InboxScreen")
         assert [f.id for f in screen.proposals] == [pid]
     assert wb.get(pid, principal="marco.bianchi").status == "proposed"

@@ -12,48 +12,12 @@ from __future__ import annotations
 from typing import ClassVar
 
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import VerticalScroll
 
 from ..plain import Label
-from .dialog import Dialog, dialog_bindings
+from .dialog import Dialog, DiscardScreen, dialog_bindings
 
-
-class DiscardScreen(Dialog):
-    """Dismisses with True to discard, False to keep editing."""
-
-    BOX_CLASSES = "confirm-box"
-    CANCELLED = False
-    VARIANTS: ClassVar[dict[str, str]] = {"discard": "error", "confirm": "primary"}
-    BUTTON_IDS: ClassVar[dict[str, str]] = {"discard": "discard-yes-button", "confirm": "discard-keep-button"}
-    DEFAULT_CSS = """
-    DiscardScreen .dialog-box { border: thick $warning; }
-    DiscardScreen .dialog-box Label { width: 1fr; }
-    """
-    BINDINGS = [Binding("ctrl+d", "discard", "Discard", id="discard-discard", priority=True),
-                Binding("ctrl+s", "confirm", "Keep editing", id="discard-confirm", priority=True),
-                Binding("escape", "confirm", "Keep editing", id="discard-cancel", show=False),
-                Binding("enter", "enter", "Keep editing", id="discard-enter", show=False)]
-
-    def __init__(self, what: str = "your changes", leaving: str = "Leaving now") -> None:
-        super().__init__()
-        self.what, self.leaving = what, leaving
-
-    def body(self) -> ComposeResult:
-        yield Label("Discard changes?", classes="pane-title")
-        yield Label(f"{self.leaving} throws away {self.what}; nothing has been saved.", markup=False)
-
-    def first_focus(self):
-        return self.query_one(f"#{self.button_id('confirm')}")
-
-    def confirm(self) -> None:
-        self.answer(False)
-
-    def action_discard(self) -> None:
-        self.answer(True)
-
-    def action_cancel(self) -> None:
-        self.answer(False)
+__all__ = ["DiscardScreen", "SaveAnywayScreen"]
 
 
 class SaveAnywayScreen(Dialog):

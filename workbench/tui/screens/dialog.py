@@ -1,4 +1,5 @@
-"""The frame every dialog shares (pin, unpin, snooze, accept, reject, revert, conflict, discard,
+"""The frame every dialog shares (pin, unpin, snooze, accept, reject, revert, conflict, discard —
+which lives here, since cancelling any dialog with typed text asks it —,
 save anyway, confirm, prompt), so that dialogs cannot drift apart.
 
 A dialog's choices are its bindings: ``dialog_bindings`` makes them (the confirm choice on
@@ -28,7 +29,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Select
 
-from ..plain import Input, TextArea
+from ..plain import Input, Label, TextArea
 
 FIELDS = (Input, TextArea, Select)
 
@@ -215,8 +216,6 @@ class Dialog(ModalScreen):
         if not self.has_typed_text():
             self.dismiss(self.CANCELLED)
             return
-        from .confirm import DiscardScreen
-
         def answered(discard: bool | None) -> None:
             if discard:
                 self.dismiss(self.CANCELLED)
@@ -238,3 +237,40 @@ def _type_at_end(field, text: str) -> None:
     else:
         field.move_cursor(field.document.end)
         field.insert(text)
+
+
+class DiscardScreen(Dialog):
+    """Dismisses with True to discard, False to keep editing."""
+
+    BOX_CLASSES = "confirm-box"
+    CANCELLED = False
+    VARIANTS: ClassVar[dict[str, str]] = {"discard": "error", "confirm": "primary"}
+    BUTTON_IDS: ClassVar[dict[str, str]] = {"discard": "discard-yes-button", "confirm": "discard-keep-button"}
+    DEFAULT_CSS = """
+    DiscardScreen .dialog-box { border: thick $warning; }
+    DiscardScreen .dialog-box Label { width: 1fr; }
+    """
+    BINDINGS = [Binding("ctrl+d", "discard", "Discard", id="discard-discard", priority=True),
+                Binding("ctrl+s", "confirm", "Keep editing", id="discard-confirm", priority=True),
+                Binding("escape", "confirm", "Keep editing", id="discard-cancel", show=False),
+                Binding("enter", "enter", "Keep editing", id="discard-enter", show=False)]
+
+    def __init__(self, what: str = "your changes", leaving: str = "Leaving now") -> None:
+        super().__init__()
+        self.what, self.leaving = what, leaving
+
+    def body(self) -> ComposeResult:
+        yield Label("Discard changes?", classes="pane-title")
+        yield Label(f"{self.leaving} throws away {self.what}; nothing has been saved.", markup=False)
+
+    def first_focus(self):
+        return self.query_one(f"#{self.button_id('confirm')}")
+
+    def confirm(self) -> None:
+        self.answer(False)
+
+    def action_discard(self) -> None:
+        self.answer(True)
+
+    def action_cancel(self) -> None:
+        self.answer(False)
