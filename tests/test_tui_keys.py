@@ -347,6 +347,6 @@ async def test_the_palette_lists_each_action_once_with_its_key(wb):
         assert len(titles) == len(set(titles))
         assert not [t for t in titles if "this screen" in t]
         for expected in ("Snooze the highlighted fragment  ^z", "Verify the highlighted fragment  ^y",
-                         "Archive the highlighted fragment  ^n", "Browse  b", "Search  /", "Help  ?"):
+                         "Archive the highlighted fragment  ^n", "Browse  b", "Search  /", "Help  ?", "Quit  q"):
             assert expected in titles, titles
         assert len([t for t in titles if t.startswith("Snooze")]) == 1

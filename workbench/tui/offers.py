@@ -61,7 +61,8 @@ def system_commands(app: Any, screen: Any, inherited: Iterable[SystemCommand]) -
            ("Rebuild index", "Embed new text and recompute authority", app.action_rebuild_index),
            ("Ingest folder", "Import fragment files from a folder", app.action_ingest_prompt),
            ("Help", "The key grammar and every key of every screen", app.action_help)]
-    commands = [*inherited, *(palette_entry(app, app, name, fn, text) for name, text, fn in own),
+    commands = [*(palette_entry(app, app, c.title, c.callback, c.help) for c in inherited),
+                *(palette_entry(app, app, name, fn, text) for name, text, fn in own),
                 *(palette_entry(app, screen, name, fn) for name, fn in getattr(screen, "commands", list)())]
     seen: set[str] = set()
     listed = []
