@@ -1,6 +1,7 @@
 """Search: results as you type (rank, title, id, confidence, score, kind, scope), with an explain
 pane for the highlighted hit (its full id, scope and title, the score breakdown, the settings
-and stage timings) and pin, unpin, verify, snooze and edit on any result.
+and stage timings; f2 shows or hides it, and the choice is remembered per principal, tui/prefs.py)
+and pin, unpin, verify, snooze and edit on any result.
 
 Never blocked by the model: until the embedding model has loaded (``app.model_ready``), a query
 is answered lexically (BM25, without the model, so without a calibrated confidence: "…"),
@@ -20,12 +21,14 @@ from textual.binding import Binding
 from ..format import clip, scope_label
 from ..messages import plain
 from ..plain import DataTable, Input, Static
+from ..prefs import prefs_of
 from .base import WbScreen
 from .rowactions import RowActions, RowFragment, row_bindings
 
 DEBOUNCE_S = 0.15
 MODEL_POLL_S = 0.25
 PREVIEW_NOTE = "lexical results while the model loads"
+EXPLAIN_PREF = "search.explain"   # the explain pane shown (True) or hidden, remembered per principal (tui/prefs.py)
 
 
 def column_widths(width: int) -> dict[str, int]:
@@ -92,6 +95,7 @@ class SearchScreen(RowActions, WbScreen):
     def on_mount(self) -> None:
         self.query_one("#results", DataTable).add_columns("#", "title", "id", "conf", "score", "kind", "scope")
         self.query_one("#search-input", Input).focus()
+        self.query_one("#explain").display = prefs_of(self.app).get(EXPLAIN_PREF, True)  # as last left
         if self.initial:
             self.run_search(self.initial)
 
@@ -229,6 +233,7 @@ class SearchScreen(RowActions, WbScreen):
     def action_toggle_explain(self) -> None:
         pane = self.query_one("#explain")
         pane.display = not pane.display
+        prefs_of(self.app).set(EXPLAIN_PREF, bool(pane.display))  # it stays so: other searches, restarts
 
     def action_focus_results(self) -> None:
         table = self.query_one("#results", DataTable)
