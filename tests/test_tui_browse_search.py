@@ -361,7 +361,7 @@ async def test_search_layout_fits(bench, size):
         assert column_visible(app, table, "title", min_width=16)
         assert column_visible(app, table, "scope", min_width=12)
         assert column_visible(app, table, "conf", min_width=4)
-        assert "nw-rb-duplicate-charge" in [h.id for h in screen.hits[:5]]
+        assert "nw-rb-duplicate-charge" in [h.id for h in screen.result.hits[:5]]
         await pilot.press("down")
         assert screen.focused is table
         hit = screen.hits[table.cursor_row]

@@ -13,10 +13,26 @@ from workbench import Workbench
 from workbench.tui.prefs import FILE_NAME
 
 
-@pytest.fixture
-def bench(sample_workspace):
-    with Workbench.open(sample_workspace) as wb:
+@pytest.fixture(scope="module")
+def module_bench(sample_workspace_template, tmp_path_factory):
+    """One copy of the sample for the module (its searches store traces), opened once: the model loads once."""
+    import shutil
+
+    target = tmp_path_factory.mktemp("search-view") / "ws"
+    shutil.copytree(sample_workspace_template, target)
+    with Workbench.open(target) as wb:
         yield wb
+
+
+@pytest.fixture
+def bench(module_bench):
+    (module_bench.root / FILE_NAME).unlink(missing_ok=True)  # each test starts from the defaults
+    return module_bench
+
+
+@pytest.fixture
+def sample_workspace(bench):
+    return bench.root
 
 
 async def open_search(pilot, query: str = ""):
@@ -74,3 +90,23 @@ async def test_an_unreadable_preferences_file_means_the_defaults(bench, sample_w
     assert json.loads((sample_workspace / FILE_NAME).read_text())["principals"]["marco.bianchi"] == {
         "search.explain": False}
     assert (sample_workspace / FILE_NAME).stat().st_mode & 0o077 == 0  # the user's alone, like the workspace
+
+
+async def test_the_anti_patterns_to_avoid_are_seen_first_above_the_hits(bench):
+    app = app_for(bench)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_search(pilot, "retry a payment after a timeout")
+        result, table = screen.result, screen.query_one("#results")
+        assert result.avoid and len(result.hits) >= 10   # a full page of hits, and some to avoid
+        n = len(result.avoid)
+        assert [h.id for h in screen.hits] == [h.id for h in result.avoid] + [h.id for h in result.hits]
+        for row in range(n):  # at the top, on screen without scrolling, marked as what to avoid
+            assert str(table.get_cell_at((row, 0))) == "!" and str(table.get_cell_at((row, 5))) == "avoid"
+            assert str(table.get_cell_at((row, 1))).startswith("avoid: ")
+        assert str(table.get_cell_at((n, 0))) == "1" and table.scroll_y == 0
+        assert n < table.region.height - 1   # the header and the avoid rows fit in the table's height
+        table.focus()
+        table.move_cursor(row=0)
+        await settle(pilot)
+        assert result.avoid[0].id in str(screen.query_one("#explain").render())
+        assert screen.row_fragment().id == result.avoid[0].id  # the row actions act on the row shown

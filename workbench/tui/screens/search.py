@@ -1,4 +1,5 @@
-"""Search: results as you type (rank, title, id, confidence, score, kind, scope), with an explain
+"""Search: results as you type (rank, title, id, confidence, score, kind, scope; the anti-patterns
+to avoid for the query first, marked ``!`` and "avoid:", then the hits), with an explain
 pane for the highlighted hit (its full id, scope and title, the score breakdown, the settings
 and stage timings; f2 shows or hides it, and the choice is remembered per principal, tui/prefs.py)
 and pin, unpin, verify, snooze and edit on any result.
@@ -154,18 +155,20 @@ class SearchScreen(RowActions, WbScreen):
         self.result, self.preview = result, preview
         if preview:  # the first answer is on screen: now the model may take the CPU
             self.app.ensure_model()
-        self.hits = list(result.hits) + list(result.avoid)
+        self.hits = list(result.avoid) + list(result.hits)   # what to avoid is seen first, above the hits
         widths = column_widths(self.app.size.width)
         orgs = self.me.orgs
         table.clear()
         for h in self.hits:
             f = h.fragment
-            kind = "avoid" if h in result.avoid else f.kind
-            title = ("(old) " if h.superseded_by else "") + f.title
+            avoided = h in result.avoid
+            kind = "avoid" if avoided else f.kind
+            title = ("(old) " if h.superseded_by else "") + ("avoid: " if avoided else "") + f.title
             conf = "…" if h.confidence is None else f"{h.confidence:.2f}"
-            table.add_row(Text(str(h.rank)), Text(clip(title, widths["title"])), Text(clip(h.id, widths["id"])),
-                          Text(conf), Text(f"{h.score:.2f}"), Text(clip(kind, widths["kind"])),
-                          Text(clip(scope_label(f.scope, orgs), widths["scope"])))
+            warn = "bold red" if avoided else ""
+            table.add_row(Text("!" if avoided else str(h.rank), warn), Text(clip(title, widths["title"]), warn),
+                          Text(clip(h.id, widths["id"])), Text(conf), Text(f"{h.score:.2f}"),
+                          Text(clip(kind, widths["kind"]), warn), Text(clip(scope_label(f.scope, orgs), widths["scope"])))
         ids = [h.id for h in self.hits]
         if before in ids:
             table.move_cursor(row=ids.index(before), animate=False)
