@@ -182,16 +182,16 @@ def test_pins_come_first_in_search_when_relevant_and_always_in_context(sample_wo
 
 
 TINY = {  # id: (title, body): a corpus small enough to build on each backend in seconds
-    "nw-rb-kafka-lag": ("Kafka consumer lag runbook", "When the Kafka consumer lag alert fires, check the consumer "
-                        "group offsets, scale the consumers and look for a stuck partition."),
-    "nw-note-kafka-topics": ("Kafka topics we run", "The payments Kafka topics, their partitions, retention and "
-                             "which consumer groups read them."),
-    "nw-rb-db-failover": ("Postgres failover", "Promote the replica, repoint pgbouncer and check replication lag "
-                          "before reopening writes."),
-    "nw-pol-office-plants": ("Office plant watering rota", "Water the ferns on Mondays and the cactus once a month; "
-                             "the rota hangs in the kitchen."),
-    "nw-adr-retries": ("Client retries with backoff", "Clients retry idempotent calls with exponential backoff and "
-                       "jitter, at most five times."),
+    "nw-rb-kafka-lag": ("Kafka consumer lag runbook", ("When the Kafka consumer lag alert fires, check the consumer "
+                        "group offsets, scale the consumers and look for a stuck partition.")),
+    "nw-note-kafka-topics": ("Kafka topics we run", ("The payments Kafka topics, their partitions, retention and "
+                             "which consumer groups read them.")),
+    "nw-rb-db-failover": ("Postgres failover", ("Promote the replica, repoint pgbouncer and check replication lag "
+                          "before reopening writes.")),
+    "nw-pol-office-plants": ("Office plant watering rota", ("Water the ferns on Mondays and the cactus once a "
+                             "month; the rota hangs in the kitchen.")),
+    "nw-adr-retries": ("Client retries with backoff", ("Clients retry idempotent calls with exponential backoff "
+                       "and jitter, at most five times.")),
 }
 
 

@@ -52,7 +52,7 @@ APP_MODULE = "workbench.tui.served"   # each tab's app process: python -m APP_MO
 
 # a tag that fetches from another host: a stylesheet or script with an absolute http(s) address
 OUTSIDE = re.compile(r"""<link\b[^>]*\bhref\s*=\s*["']\s*(?:https?:)?//[^>]*>"""
-                     r"""|<script\b[^>]*\bsrc\s*=\s*["']\s*(?:https?:)?//[^>]*>\s*</script>""", re.I)
+                     r"""|<script\b[^>]*\bsrc\s*=\s*["']\s*(?:https?:)?//[^>]*>\s*</script>""", re.IGNORECASE)
 # Roboto Mono (what the page and xterm.js name) from the files textual-serve ships in its static folder
 LOCAL_FONTS = """<style>
       @font-face { font-family: "Roboto Mono"; font-style: normal; font-weight: 100 700;
