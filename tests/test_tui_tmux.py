@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import WORKBENCH_BIN
+
 from workbench import Workbench
 
 TMUX = shutil.which("tmux") or "/usr/bin/tmux"
@@ -114,7 +114,7 @@ class Pane:
         return self._tmux("display-message", "-p", "-t", self.target, "#{pane_dead}").strip() == "1"
 
     def kill(self) -> None:
-        subprocess.run([TMUX, "-L", self.server, "kill-server"], capture_output=True, timeout=30)
+        subprocess.run([TMUX, "-L", self.server, "kill-server"], capture_output=True, timeout=30, check=False)
 
 
 def _quote(text: str) -> str:
@@ -124,7 +124,7 @@ def _quote(text: str) -> str:
 def cli(workspace: Path, *args: str):
     """``workbench ARGS --json`` as its own process (it asks the TUI to let the workspace go), parsed."""
     r = subprocess.run([str(WORKBENCH_BIN), "--workspace", str(workspace), *args, "--json"], capture_output=True,
-                       text=True, timeout=180)
+                       text=True, timeout=180, check=False)
     assert r.returncode == 0, (args, r.stderr)
     return json.loads(r.stdout)
 
