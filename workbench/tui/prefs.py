@@ -25,7 +25,7 @@ MAX_BYTES = 64 * 1024  # a preferences file larger than this is not ours: read a
 def prefs_path(workbench: Any) -> Path:
     """Where the choices of a TUI on ``workbench`` live: its workspace folder, else the user's state dir."""
     root = getattr(workbench, "root", None)
-    if root is not None:
+    if isinstance(root, (str, os.PathLike)):   # a team server's facade has no folder (nor a root)
         return Path(root) / FILE_NAME
     state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(state) / "workbench" / FILE_NAME
