@@ -86,8 +86,9 @@ def free_port() -> int:
 class Browser:
     """One headless Chromium, spoken to over the DevTools pipe (fd 3 in, fd 4 out)."""
 
-    def __init__(self, chromium: str):
+    def __init__(self, chromium: str, *, extra_args: tuple[str, ...] = ()):
         self.profile = tempfile.mkdtemp(prefix="wb-chromium-")
+        self.events: list[dict] = []   # every DevTools event read (Network.* once ``record_network``)
         to_chrome_r, self._to_chrome = os.pipe()
         self._from_chrome, from_chrome_w = os.pipe()
 
@@ -99,7 +100,7 @@ class Browser:
         args = [chromium, "--headless", "--remote-debugging-pipe", f"--user-data-dir={self.profile}",
                 f"--window-size={WIDTH},{HEIGHT}", "--no-first-run", "--no-default-browser-check",
                 "--disable-gpu", "--disable-extensions", "--disable-background-networking",
-                "--disable-dev-shm-usage", "--hide-scrollbars", "--mute-audio", "about:blank"]
+                "--disable-dev-shm-usage", "--hide-scrollbars", "--mute-audio", *extra_args, "about:blank"]
         if os.geteuid() == 0:
             args.insert(1, "--no-sandbox")
         self.proc = subprocess.Popen(args, preexec_fn=fds, pass_fds=(3, 4),
@@ -135,6 +136,8 @@ class Browser:
         deadline = time.monotonic() + timeout
         while True:
             answer = self._read_message(deadline)
+            if "method" in answer:
+                self.events.append(answer)
             if answer.get("id") == self._next:
                 if "error" in answer:
                     raise RuntimeError(f"{method}: {answer['error']}")
@@ -142,8 +145,9 @@ class Browser:
 
     # -- pages --------------------------------------------------------------------------------
 
-    def open(self, url: str) -> None:
-        """Open ``url`` in a new 1280×800 tab that keeps a handle on the page's terminal."""
+    def open(self, url: str, *, record_network: bool = False) -> None:
+        """Open ``url`` in a new 1280×800 tab that keeps a handle on the page's terminal; with
+        ``record_network``, every request the tab makes is recorded from the first (``requested``)."""
         target = self.send("Target.createTarget", {"url": "about:blank"}, session=False)["targetId"]
         self.target = target
         self.session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True},
@@ -152,7 +156,22 @@ class Browser:
         self.send("Emulation.setDeviceMetricsOverride",
                   {"width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": False})
         self.send("Page.addScriptToEvaluateOnNewDocument", {"source": _HOOK})
+        if record_network:
+            self.send("Network.enable")
         self.send("Page.navigate", {"url": url})
+
+    def requested(self) -> list[str]:
+        """Every URL the tab asked for so far: documents, scripts, styles, fonts, images, fetches, websockets."""
+        self.evaluate("1")  # read the events waiting on the pipe
+        return [e["params"]["request"]["url"] if e["method"] == "Network.requestWillBeSent" else e["params"]["url"]
+                for e in self.events if e["method"] in ("Network.requestWillBeSent", "Network.webSocketCreated")]
+
+    def type_text(self, text: str) -> None:
+        """Type into the page's terminal, as a user at the keyboard would."""
+        self.evaluate("window.__wbTerminal && window.__wbTerminal.focus()")
+        for ch in text:
+            self.send("Input.insertText", {"text": ch})
+            time.sleep(0.02)
 
     def close_tab(self) -> None:
         self.send("Target.closeTarget", {"targetId": self.target}, session=False)

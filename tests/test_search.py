@@ -157,11 +157,14 @@ def test_embeddings_are_cached_by_text_hash(sample_workspace, tmp_path):
 
 # -- pins ----------------------------------------------------------------------------------
 
-def test_pins_come_first_in_search_and_always_in_context(sample_workspace):
+def test_pins_come_first_in_search_when_relevant_and_always_in_context(sample_workspace):
     with Workbench.open(sample_workspace) as wb:
         wb.pin("nw-pol-pci-scope", scope="org=northwind", actor="priya.raman", reason="card data rules")
-        result = wb.search("card number logging redaction", principal="marco.bianchi", trace=False)
+        result = wb.search("where may cardholder data be stored", principal="marco.bianchi", trace=False)
         assert result.hits[0].id == "nw-pol-pci-scope" and result.hits[0].scores["pinned"] is True
+        unrelated = wb.search("kafka consumer lag", principal="marco.bianchi", trace=False).hits
+        assert unrelated[0].id == "nw-rb-kafka-consumer-lag"  # the pin ranks by its own score here
+        assert [h.scores["pinned"] for h in unrelated if h.id == "nw-pol-pci-scope"] in ([], [True])
         ctx = wb.context("kafka consumer lag", principal="marco.bianchi", budget=3200)
         assert ctx.fragments[0].hit.id == "nw-pol-pci-scope" and ctx.fragments[0].hit.scores["pinned"]
         # a tidewater principal never gets a northwind pin
@@ -176,6 +179,46 @@ def test_pins_come_first_in_search_and_always_in_context(sample_workspace):
         wb.unpin("nw-pol-pci-scope", scope="org=northwind", actor="priya.raman")
         after = wb.search("card number logging redaction", principal="marco.bianchi", trace=False).hits
         assert [h.scores["pinned"] for h in after if h.id == "nw-pol-pci-scope"] in ([], [False])
+
+
+TINY = {  # id: (title, body): a corpus small enough to build on each backend in seconds
+    "nw-rb-kafka-lag": ("Kafka consumer lag runbook", ("When the Kafka consumer lag alert fires, check the consumer "
+                        "group offsets, scale the consumers and look for a stuck partition.")),
+    "nw-note-kafka-topics": ("Kafka topics we run", ("The payments Kafka topics, their partitions, retention and "
+                             "which consumer groups read them.")),
+    "nw-rb-db-failover": ("Postgres failover", ("Promote the replica, repoint pgbouncer and check replication lag "
+                          "before reopening writes.")),
+    "nw-pol-office-plants": ("Office plant watering rota", ("Water the ferns on Mondays and the cactus once a "
+                             "month; the rota hangs in the kitchen.")),
+    "nw-adr-retries": ("Client retries with backoff", ("Clients retry idempotent calls with exponential backoff "
+                       "and jitter, at most five times.")),
+}
+
+
+def test_an_unrelated_pin_is_not_ranked_first_in_search_yet_reaches_agents(backend_config, tmp_path):
+    from conftest import write_fragment
+
+    for fid, (title, body) in TINY.items():
+        write_fragment(tmp_path / "src", fid, title=title, body=body)
+    with Workbench.init(tmp_path / "ws", config=backend_config) as wb:
+        assert not wb.ingest([tmp_path / "src"], actor="kb.sync").errors
+        for fid in ("nw-pol-office-plants", "nw-note-kafka-topics"):  # unrelated to the query; related to it
+            wb.pin(fid, scope="org=northwind", actor="priya.raman", reason="always")
+        floor = wb.confidence_floor()
+        hits = wb.search("kafka consumer lag", principal="marco.bianchi", trace=False).hits
+        ranks = {h.id: h for h in hits}
+        plants, topics, lag = ranks["nw-pol-office-plants"], ranks["nw-note-kafka-topics"], ranks["nw-rb-kafka-lag"]
+        assert plants.scores["pinned"] and plants.confidence < floor
+        assert plants.rank > lag.rank and plants.rank > topics.rank  # below every relevant hit
+        assert topics.confidence >= floor and topics.rank == 1   # a relevant pin still lifts its hit to the top
+        assert topics.score < lag.score                           # (it would be second by its own score)
+        floor_hits = wb.search("kafka consumer lag", principal="marco.bianchi", trace=False, min_confidence=floor).hits
+        assert "nw-pol-office-plants" not in [h.id for h in floor_hits]  # nor exempt from a floor the caller sets
+        lexical = wb.search("kafka consumer lag", principal="marco.bianchi", trace=False, pipeline="bm25",
+                            calibrate=False).hits  # no model: relevant means a lexical match
+        assert lexical[0].id == "nw-note-kafka-topics" and "nw-pol-office-plants" not in [h.id for h in lexical]
+        served = [i.hit.id for i in wb.context("kafka consumer lag", principal="marco.bianchi").fragments]
+        assert served[:2] == ["nw-pol-office-plants", "nw-note-kafka-topics"]  # context: every pin, first
 
 
 def test_expired_pins_stop_applying(sample_workspace):

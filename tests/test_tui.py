@@ -81,7 +81,7 @@ async def test_search_as_you_type_shows_scores_and_scope(wb):
         screen = app.screen
         visible = {f.id for f in wb.list(principal="marco.bianchi")}
         assert {h.id for h in screen.hits} <= visible
-        assert "nw-rb-duplicate-charge" in [h.id for h in screen.hits[:5]]
+        assert "nw-rb-duplicate-charge" in [h.id for h in screen.result.hits[:5]]
         assert "stages:" in str(screen.query_one("#explain").render())
         await pilot.press("down", "enter")
         await pilot.pause()

@@ -363,7 +363,7 @@ async def test_search_layout_fits(bench, size):
         assert {"kind", "owner", "age"} <= set(visible_columns(table))
         if size == LARGE:
             assert column_visible(app, table, "scope", min_width=12)
-        assert "nw-rb-duplicate-charge" in [h.id for h in screen.hits[:5]]
+        assert "nw-rb-duplicate-charge" in [h.id for h in screen.result.hits[:5]]
         await pilot.press("down")
         assert screen.focused is table
         hit = screen.hits[table.cursor_row]

@@ -505,3 +505,50 @@ def test_plain_leaves_other_messages_alone_and_never_shows_a_flag():
         "workspace busy: another workbench process is using /w"
     assert plain("use --some-new-flag, see `workbench frobnicate --x 1`") == \
         "use some new flag, see the frobnicate command"
+
+
+def test_the_pin_pickers_matches_ignore_case_and_keep_the_stored_case():
+    from workbench.tui.screens.picker import matches
+
+    titles = {"nw-rb-psp-failover": "PSP outage: failing over", "nw-adr-0001-psp": "Choosing a PSP",
+              "nw-note-pspx": "Other", "nw-rb-db": "Database failover"}
+    found = matches("psp", titles)
+    assert [(m.id, m.completion) for m in found] == [
+        ("nw-rb-psp-failover", "PSP outage: failing over"),  # starts with it (the title)
+        ("nw-adr-0001-psp", "nw-adr-0001-psp"), ("nw-note-pspx", "nw-note-pspx")]  # hold it
+    assert [m.id for m in matches("FAILOVER", titles)] == ["nw-rb-psp-failover", "nw-rb-db"]  # ids first
+    assert matches("  ", titles) == [] and matches("zzz", titles) == []
+
+
+async def test_the_pin_picker_lists_every_match_in_its_stored_case(wb):
+    app = app_for(wb)
+    async with app.run_test(size=SMALL) as pilot:
+        screen = await open_pins(pilot)
+        picker, listed = screen.query_one("#pin-id"), screen.query_one("#pin-matches")
+        await pilot.press(*"psp")
+        await settle(pilot)
+        expected = {fid for fid, title in screen.titles.items() if "psp" in fid.lower() or "psp" in title.lower()}
+        assert len(expected) > 1
+        shown_ids = {listed.get_option_at_index(i).id for i in range(listed.option_count)}
+        assert listed.display and shown_ids == expected  # every match, not one
+        prompts = [str(listed.get_option_at_index(i).prompt) for i in range(listed.option_count)]
+        assert f"nw-rb-psp-failover · {screen.titles['nw-rb-psp-failover']}" in prompts  # as stored
+        assert picker.value == "psp" and not picker._suggestion  # no ghost mixing "psp" with "PSP…"
+        assert inside_screen(app, listed) and "matches" in str(picker.border_subtitle)
+        first = listed.get_option_at_index(0).id
+        await pilot.press("right")  # completes to the first match (its id or title, whichever matched), as stored
+        assert picker.value in (first, screen.titles[first]) and screen._resolve(picker.value) == first
+        picker.value = "psp"
+        await settle(pilot)
+        await pilot.press("down")
+        assert app.focused is listed
+        await pilot.press("down")
+        chosen = listed.get_option_at_index(1).id
+        await pilot.press("enter")
+        await settle(pilot)
+        assert picker.value == chosen and app.focused is picker and not listed.display
+        assert picker.border_subtitle is not None and screen.titles[chosen][:20] in str(picker.border_subtitle)
+        picker.value = "psp"
+        await settle(pilot)
+        await pilot.press("down", "-")  # typed in the list: it goes to the field
+        assert app.focused is picker and picker.value == "psp-"

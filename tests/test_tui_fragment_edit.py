@@ -447,3 +447,25 @@ async def test_leaving_before_the_load_arrives_is_safe(wb, size):
             await pilot.pause(0.2)
         await settle(pilot)
         assert app.screen is screen and app.is_running and app.return_code is None
+
+
+async def test_after_a_save_the_history_shows_the_new_latest_and_diff_compares_it_with_the_one_before(wb):
+    app = app_for(wb)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = await open_fragment(app, pilot)
+        assert screen._highlighted_version() == 1  # the only version: the latest
+        screen.action_edit()  # whatever key edits: the save is what this test is about
+        await settle(pilot)
+        app.screen.query_one("#editor").load_text("## Failover\nFlip the flag, then page the on-call.")
+        app.screen.query_one("#reason").value = "page the on-call"
+        await pilot.press("ctrl+s")
+        await save_anyway(pilot)
+        await settle(pilot)
+        assert app.screen is screen and screen.fragment.version == 2
+        assert screen._highlighted_version() == 2  # not back on v1
+        await pilot.press("d")
+        await settle(pilot)
+        diff = app.screen
+        assert (diff.a, diff.b) == (1, 2) and "no difference" not in diff.text.plain
+        assert "+Flip the flag, then page the on-call." in diff.text.plain

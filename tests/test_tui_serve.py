@@ -244,3 +244,28 @@ def test_an_app_that_dies_before_starting_leaves_its_last_words_in_the_page(samp
     with served(sample_workspace, argv=server) as (_, url), Browser(chromium) as browser:
         browser.open(url)
         browser.wait_for_text("ended before it started", "boom: the app could not import", timeout=30)
+
+
+# every host name resolves to nothing, except loopback: a request for an outside address cannot be answered
+NO_NETWORK = ("--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",)
+
+
+def test_the_page_makes_no_request_beyond_loopback_and_renders_browse_and_search(sample_workspace, chromium):
+    from urllib.parse import urlsplit
+
+    with served(sample_workspace) as (_, url), Browser(chromium, extra_args=NO_NETWORK) as browser:
+        browser.open(url, record_network=True)
+        browser.wait_for_text(*BROWSE)
+        browser.type_text("/")   # Search, from Browse
+        browser.wait_for_text("search as you type")
+        browser.type_text("kafka consumer lag")
+        browser.wait_for_text("nw-rb-kafka", "to avoid for")
+        requested = browser.requested()
+        outside = [u for u in requested if urlsplit(u).scheme not in ("data", "blob")
+                   and urlsplit(u).hostname != "127.0.0.1"]
+        assert outside == [], outside
+        assert any(u.endswith("/static/js/textual.js") for u in requested)
+        assert any(u.endswith(".ttf") for u in requested)   # Roboto Mono, from textual-serve's static folder
+        assert any(u.startswith("ws://127.0.0.1:") for u in requested)
+        page = urllib.request.urlopen(url, timeout=10).read().decode()
+        assert "googleapis" not in page and "//fonts." not in page

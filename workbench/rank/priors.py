@@ -2,12 +2,13 @@
 
 final = norm(fused) × (1 − wf + wf × 0.5^(age / half_life)) × (1 + wa × authority)
 
-where authority is PageRank normalised to [0, 1]. Pins are not a score: pinned
-fragments are ordered first by the caller.
+where authority is PageRank normalised to [0, 1]. Pins are not a score: ``pins_first`` says which
+pinned fragments the caller orders first (every one in context; in a search, the relevant ones).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -51,3 +52,14 @@ def apply(fused: np.ndarray, fresh: np.ndarray, authority: np.ndarray, priors: P
         (1 + priors.authority_weight * authority[finite])
     out[finite] = norm * factor
     return out
+
+
+def pins_first(order: Sequence[int], pinned: set[int], *, for_context: bool, floor: float,
+               confidence: Mapping[int, float | None], lexical: np.ndarray) -> set[int]:
+    """The pinned positions of ``order`` that go first. In context every one: a pin always reaches
+    agents in its scope. In a search only those relevant to the query, so an unrelated pin is not
+    shown at rank 1: a confidence at least ``floor``, or, uncalibrated (None: no model), a lexical match."""
+    here = [i for i in order if i in pinned]
+    if for_context:
+        return set(here)
+    return {i for i in here if (np.isfinite(lexical[i]) if confidence.get(i) is None else confidence[i] >= floor)}

@@ -1,6 +1,7 @@
 """The search pipeline: scope filter (and search filters) → lexical and dense scores →
-fusion → priors → supersession demotion → pins first → min_score → optional rerank → hits
-and a separate "avoid" list, each hit with a calibrated confidence.
+fusion → priors → supersession demotion → min_score → optional rerank → pins first (all in
+context, the relevant ones in a search) → hits and a separate "avoid" list, each hit with a
+calibrated confidence.
 
 The scope mask and the filters are applied to every score vector before any ranking or top-k
 cut, so k results come back whenever k matching fragments exist. No oracles: every statistic
@@ -209,8 +210,7 @@ def rank(index: SearchIndex, query: str, principal: Principal, settings: Setting
                                 demoted=demoted)
     pinned = {index.pos[i] for i in pinned_ids if i in index.pos and mask[index.pos[i]]}
     depth = max(settings.depth, settings.k * 3)
-    order = [int(i) for i in top_k(final, depth)]
-    order = [i for i in order if i in pinned] + [i for i in order if i not in pinned]
+    order = [int(i) for i in top_k(final, depth)]   # by score: which pins go first is hits_from's call
     stages["fusion"] = (time.perf_counter() - t) * 1000
     return Ranking(order=order, final=final, pinned=pinned, stages_ms=stages,
                    parts={"lexical": lexical, "dense": dense, "fused": fused, "freshness": fresh,
@@ -315,14 +315,16 @@ def _dense(index: SearchIndex, qv: np.ndarray, mask: np.ndarray, settings: Setti
 
 def hits_from(index: SearchIndex, ranking: Ranking, settings: Settings, *, for_context: bool = False,
               min_confidence: float | None = None, calibrate: bool = True,
-              model: calibration.Calibration | None = None) -> tuple[list[Hit], list[Hit]]:
+              model: calibration.Calibration | None = None, pin_floor: float | None = None
+              ) -> tuple[list[Hit], list[Hit]]:
     """Split the ranking into hits (top k, anti-patterns excluded) and "avoid": the
     anti-patterns that ranked within the top k with at least ``AVOID_RATIO`` of the best
-    score (or are pinned). Hits and avoid are numbered 1..n each.
+    score (or are pinned and go first). Hits and avoid are numbered 1..n each.
 
+    Pins go first (``priors.pins_first``): all for context; in a search those at ``pin_floor`` or above.
     ``for_context`` leaves superseded fragments out (unless the query names them), and
-    ``min_confidence`` leaves out candidates below that confidence; pins are exempt from both.
-    Both act before the k cut, so k come back whenever k candidates pass.
+    ``min_confidence`` leaves out candidates below that confidence; pins that go first are exempt
+    from both. Both act before the k cut, so k come back whenever k candidates pass.
 
     ``calibrate=False`` leaves every confidence None: no query embedding, so a bm25 ranking
     needs no model (the TUI's lexical preview while the model loads); ``min_confidence``
@@ -333,16 +335,21 @@ def hits_from(index: SearchIndex, ranking: Ranking, settings: Settings, *, for_c
     avoid: list[Hit] = []
     best = max((ranking.final[i] for i in ranking.order[:1]), default=0.0)
     top = _top_score(ranking)
-    conf: dict[int, float] = {}
+    pins = [i for i in ranking.order if i in ranking.pinned]
+    conf: dict[int, float | None] = confidences(index, ranking, pins, model) if calibrate else dict.fromkeys(pins)
+    floor = pin_floor if pin_floor is not None else (model or calibration.PRIOR).floor
+    first = rank_priors.pins_first(ranking.order, ranking.pinned, for_context=for_context, floor=floor,
+                                   confidence=conf, lexical=ranking.parts["lexical"])
+    order = [i for i in ranking.order if i in first] + [i for i in ranking.order if i not in first]
     block = max(settings.k, 16)
-    for position, i in enumerate(ranking.order):
+    for position, i in enumerate(order):
         if len(hits) >= settings.k:
             break
         if i not in conf:  # confidences in blocks, for what is looked at only
-            block_of = ranking.order[position:position + block]
+            block_of = [j for j in order[position:position + block] if j not in conf]
             conf.update(confidences(index, ranking, block_of, model) if calibrate else dict.fromkeys(block_of))
             index.fragments_at(block_of)  # read the block's fragments from the store in one query
-        pinned = i in ranking.pinned
+        pinned = i in first
         if not pinned and for_context and i in ranking.superseded and i not in ranking.named:
             continue
         if not pinned and min_confidence is not None and conf[i] < min_confidence:
@@ -480,15 +487,14 @@ def _hit(index: SearchIndex, ranking: Ranking, i: int, position: int, *, top: fl
 
 
 def rerank(index: SearchIndex, ranking: Ranking, query: str, model, top_n: int) -> Ranking:
-    """Reorder the first ``top_n`` ranked fragments by a cross-encoder's score; pins stay first.
-    The cross-encoder score is recorded as the "rerank" part of each breakdown."""
-    head, tail = ranking.order[:top_n], ranking.order[top_n:]
-    movable = [i for i in head if i not in ranking.pinned]
+    """Reorder the first ``top_n`` ranked fragments by a cross-encoder's score (pins too: hits_from puts
+    pins first). The cross-encoder score is recorded as the "rerank" part of each breakdown."""
+    movable, tail = ranking.order[:top_n], ranking.order[top_n:]
     if not movable:
         return ranking
     scores = np.asarray(model.predict([(query, text) for text in index.texts_of([int(i) for i in movable])]), dtype=np.float64).reshape(-1)
     rerank_scores = np.full(len(index.ids), -np.inf)
     rerank_scores[movable] = scores
     moved = [movable[j] for j in np.argsort(-scores, kind="stable")]
-    order = [i for i in head if i in ranking.pinned] + moved + tail
+    order = moved + tail
     return replace(ranking, order=order, parts={**ranking.parts, "rerank": rerank_scores})

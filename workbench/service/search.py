@@ -4,7 +4,8 @@ Every call is scope-checked with the same visibility rule as ``get``; search and
 context calls are stored as traces that can be replayed exactly, later edits
 notwithstanding. ``context`` serves what is current and confident: superseded fragments
 are left out (unless their superseder is invisible to the caller, or the query names them),
-and so is anything below the confidence floor (pins excepted).
+and so is anything below the confidence floor (pins excepted: they always come, first). A
+``search`` puts a pinned fragment first only when it is relevant to the query.
 """
 
 from __future__ import annotations
@@ -99,7 +100,8 @@ class Retrieval(Feature):
                  now: datetime, allow_secret: bool = False, for_context: bool = False,
                  min_confidence: float | None = None, calibrate: bool = True) -> Retrieved:
         """One round trip through the index: the ranked hits, the anti-patterns to avoid and the
-        pins that apply, for one principal. ``search`` and ``context`` are each one call of this."""
+        pins that apply, for one principal. ``search`` and ``context`` are each one call of this.
+        Pins go first in context; in a search only those above the confidence floor (see pipeline.py)."""
         if not isinstance(query, str) or not query.strip():
             raise UserError("the query is empty")
         if len(query) > MAX_QUERY_CHARS:
@@ -119,7 +121,8 @@ class Retrieval(Feature):
             ranking = rerank(index, ranking, query, self.ws.index.reranker(settings.reranker), settings.rerank_top_n)
         model = self.calibration() if calibrate else None
         hits, avoid = hits_from(index, ranking, settings, for_context=for_context, min_confidence=min_confidence,
-                                calibrate=calibrate, model=model)
+                                calibrate=calibrate, model=model,
+                                pin_floor=None if for_context or not calibrate else self.confidence_floor())
         visible = index.visible(principal, within)
         shown = [index.pos[fid] for fid in pins if fid in index.pos and visible[index.pos[fid]]]
         conf = confidences(index, ranking, shown, model) if calibrate else dict.fromkeys(shown)  # one pass for all
@@ -138,7 +141,9 @@ class Retrieval(Feature):
         """Ranked hits and matching anti-patterns ("avoid"), each numbered 1..n, with a per-query
         ``score`` in [0, 1] and a calibrated ``confidence``. Superseded fragments are demoted and
         labelled. Filters (kind, tag, owner, updated_since) narrow the candidates before the k cut;
-        ``min_confidence`` (none by default) drops hits below it; pins are exempt.
+        ``min_confidence`` (none by default) drops hits below it. A pin that applies puts its fragment
+        first (and exempt from ``min_confidence``) only when it is relevant to the query (confidence at
+        least the workspace's floor): an unrelated pin ranks by its own score.
         ``calibrate=False`` leaves confidences None, so ``pipeline="bm25"`` needs no model."""
         who = self.principal(principal)
         within = Scope.coerce(scope)

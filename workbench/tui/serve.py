@@ -14,6 +14,11 @@ What it does not do, and this module adds:
 - Stopping the server (SIGTERM, SIGINT) waits for every app, up to aiohttp's 60 s. Here every
   app is asked to quit and killed after ``SHUTDOWN_GRACE_S``, so the server stops within 2 s.
 
+- Its page template loads Google Fonts' stylesheet from fonts.googleapis.com. A local-first tool
+  makes no outside request: here the page is served without any outside address (``LocalPage``)
+  and loads Roboto Mono from the font files textual-serve ships, over loopback; with no network
+  at all it renders the same.
+
 Each app process runs in its own session (process group), so killing it kills all of it. This
 module only serves; what runs in the page is ``workbench.tui.served``.
 """
@@ -23,10 +28,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import signal
 import sys
 from pathlib import Path
 
+import aiohttp_jinja2
+import jinja2
 from aiohttp import web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server
@@ -40,6 +48,28 @@ SHUTDOWN_GRACE_S = 0.8    # when the server stops, every app has this long after
 KILL_WAIT_S = 0.5         # a closed tab's app: after SIGTERM, before SIGKILL
 STDERR_SHOWN = 2000       # characters of a dead app's stderr shown in the page
 APP_MODULE = "workbench.tui.served"   # each tab's app process: python -m APP_MODULE --workspace W [--as P]
+
+
+# a tag that fetches from another host: a stylesheet or script with an absolute http(s) address
+OUTSIDE = re.compile(r"""<link\b[^>]*\bhref\s*=\s*["']\s*(?:https?:)?//[^>]*>"""
+                     r"""|<script\b[^>]*\bsrc\s*=\s*["']\s*(?:https?:)?//[^>]*>\s*</script>""", re.IGNORECASE)
+# Roboto Mono (what the page and xterm.js name) from the files textual-serve ships in its static folder
+LOCAL_FONTS = """<style>
+      @font-face { font-family: "Roboto Mono"; font-style: normal; font-weight: 100 700;
+        src: url("{{ config.static.url }}fonts/RobotoMono-VariableFont_wght.ttf") format("truetype"); }
+      @font-face { font-family: "Roboto Mono"; font-style: italic; font-weight: 100 700;
+        src: url("{{ config.static.url }}fonts/RobotoMono-Italic-VariableFont_wght.ttf") format("truetype"); }
+    </style>"""
+
+
+class LocalPage(jinja2.FileSystemLoader):
+    """textual-serve's templates with every tag that fetches from another host taken out, and its
+    fonts declared from the static folder instead: the page makes no request beyond loopback."""
+
+    def get_source(self, environment: jinja2.Environment, template: str):
+        source, filename, uptodate = super().get_source(environment, template)
+        fonts = [LOCAL_FONTS]   # in place of the first outside tag (Google Fonts' stylesheet)
+        return OUTSIDE.sub(lambda _: fonts.pop() if fonts else "", source), filename, uptodate
 
 
 class _Tee:
@@ -187,6 +217,11 @@ class WorkbenchServer(Server):
                          statics_path=package / "static", templates_path=package / "templates")
         self.apps: set[AppProcess] = set()
         self.sockets: set[web.WebSocketResponse] = set()
+
+    async def _make_app(self) -> web.Application:
+        app = await super()._make_app()
+        aiohttp_jinja2.setup(app, loader=LocalPage(self.templates_path))  # the page asks nothing of other hosts
+        return app
 
     async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
         websocket = web.WebSocketResponse(heartbeat=15)

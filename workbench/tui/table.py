@@ -81,10 +81,11 @@ class FitTable(DataTable):
         self.scroll_to(x=0, animate=False, immediate=True)
         return True
 
-    def cells(self, row: Mapping[str, object]) -> list[Text]:
-        """One row's cells, in the table's column order, each shortened to its column's width."""
+    def cells(self, row: Mapping[str, object], style: str = "") -> list[Text]:
+        """One row's cells, in the table's column order, each shortened to its column's width
+        (``style``: the whole row's, e.g. the anti-patterns to avoid in bold red)."""
         layout = self.fitted or fit(self.specs, self.available(), self._natural)
-        return [Text(column.render(row.get(column.key), width), justify=column.justify, end="")
+        return [Text(column.render(row.get(column.key), width), style=style, justify=column.justify, end="")
                 for column, width in layout.columns]
 
     def folded_text(self, row: Mapping[str, object], skip: Iterable[str] = ()) -> str:

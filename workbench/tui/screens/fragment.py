@@ -118,7 +118,9 @@ class FragmentScreen(RowActions, WbScreen):
         if not self.is_attached:  # left before the job came back
             return
         f, versions, superseded = loaded
-        keep = self._highlighted_version()  # the version highlighted before a reload stays highlighted
+        keep = self._highlighted_version()  # the version highlighted before a reload stays highlighted,
+        if self.versions and keep == self.versions[-1].number:  # unless it was the latest: then the new latest is
+            keep = None                                         # (after a save, d compares it with the one before)
         self.fragment, self.versions, self.superseded = f, list(versions), superseded
         self.query_one("#frag-markdown", Markdown).update(fragment_markdown(f))
         self._show_meta()

@@ -41,7 +41,9 @@ Curate what AI agents know: versioned, scoped, owned fragments. The keys follow 
 4. **Typing screens** (search, edit, pins, export, the forms and dialogs): a character typed while a
    table or list has focus goes to the screen's text field. On Search, **/** goes to the query from
    anywhere, **up** on the first result and **esc** on the results return to it, **esc** on the query goes back.
-5. **Dialogs**: **^s** confirms, **enter** too (unless a multi-line field has focus), **esc** cancels.
+5. **Dialogs**: **^s** confirms, **enter** too (unless a multi-line field has focus), **esc** cancels,
+   asking first when you typed something. In "Discard changes?" **^s**, **enter** and **esc** keep
+   your text; only **^d** throws it away.
 6. **^p** opens the command palette: every action once, with its key. **^q** quits from anywhere,
    asking first if an edit is unsaved.
 """

@@ -1,9 +1,10 @@
 """Pins: pin a fragment in a scope you lead (it then always reaches agents working there), or unpin.
 
-A fragment is picked by id or title, with completion over what you can see; an optional
-``until`` date ends the pin on its own. Non-leads see who may pin and why they cannot. The table
-fits its width (``columns.fit``): title, kind, owner, age and scope first; until, who pinned,
-when, why and the id fold away on a narrow terminal (→ scrolls to them; the detail line has them).
+A fragment is picked by id or title (screens/picker.py lists every match of what is typed, among
+what you can see); an optional ``until`` date ends the pin on its own. Non-leads see who may pin
+and why they cannot. The table fits its width (``columns.fit``): title, kind, owner, age and scope
+first; until, who pinned, when, why and the id fold away on a narrow terminal (→ scrolls to them;
+the detail line has them).
 
 A typing screen: ctrl+s pins what the form holds; on the focused row of the pins table, ctrl+u
 unpins (asks first), enter opens the fragment, ctrl+o lists both. A printable key typed while
@@ -18,9 +19,8 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.suggester import SuggestFromList
 from textual.validation import Function
-from textual.widgets import Button
+from textual.widgets import Button, OptionList
 
 from ...errors import WorkbenchError
 from ..columns import Column, age_badges, clip, short_name
@@ -30,6 +30,7 @@ from ..plain import DataTable, Input, Select, Static, plain_title
 from ..table import FitTable
 from .base import WbScreen
 from .keepwork import KeepsWork
+from .picker import FragmentPicker, MatchList
 
 COLUMNS = (
     Column("title", "title", priority=0, min_width=16, max_width=48, grow=True, comfort=24),
@@ -79,6 +80,7 @@ class PinsScreen(KeepsWork, WbScreen):
     PinsScreen #pin-until { width: 24; }
     PinsScreen .pin-row Button { width: auto; min-width: 8; }
     PinsScreen #pin-detail { height: auto; max-height: 2; }
+    PinsScreen #pin-matches { height: auto; max-height: 5; display: none; margin: 0 1; }
     PinsScreen #errors { height: auto; }
     """
     BINDINGS = [
@@ -101,13 +103,14 @@ class PinsScreen(KeepsWork, WbScreen):
         yield FitTable(COLUMNS, fixed=1, id="pins")
         yield Static("", id="pin-detail", classes="hint", markup=False)
         with Horizontal(classes="pin-row", id="pin-what"):
-            picker = Input(placeholder="type an id or a title; → completes", id="pin-id",
+            picker = FragmentPicker(placeholder="type an id or a title; ↓ lists the matches", id="pin-id",
                            validators=[Function(self._known, "not a fragment you can see")],
                            validate_on=["changed", "submitted"])
             picker.border_title = "Fragment"
             yield picker
             scope = Select([], prompt="no scope you lead", id="pin-scope")
             yield scope
+        yield MatchList(id="pin-matches")
         with Horizontal(classes="pin-row", id="pin-how"):
             until = Input(placeholder="optional", id="pin-until", max_length=10,
                           validators=[Function(lambda v: not isinstance(parse_until(v, self.app.clock()), str),
@@ -147,8 +150,7 @@ class PinsScreen(KeepsWork, WbScreen):
         self.by_title = {}
         for r in rows:
             self.by_title.setdefault(r.title.lower(), []).append(r.id)
-        self.query_one("#pin-id", Input).suggester = SuggestFromList(
-            [*sorted(self.titles), *sorted({r.title for r in rows})], case_sensitive=False)
+        self.query_one("#pin-id", FragmentPicker).set_titles(self.titles)
         self._paint()
 
     def _values(self) -> list[dict]:
@@ -190,14 +192,25 @@ class PinsScreen(KeepsWork, WbScreen):
 
     @on(Input.Changed, "#pin-id")
     def _picked(self, event: Input.Changed) -> None:
-        """Say which fragment the text names, in the field's bottom border."""
+        """Say which fragment the text names, in the field's bottom border; list every match under it."""
         fid = self._resolve(event.value)
+        found = [] if fid else self.query_one("#pin-id", FragmentPicker).found()
+        self.query_one("#pin-matches", MatchList).show(found)
         if fid:
             event.input.border_subtitle = plain_title(fid if event.value.strip() != fid else clip(self.titles[fid], 60))
+        elif found:
+            event.input.border_subtitle = f"{len(found)} match{'es' if len(found) > 1 else ''}: → completes, ↓ lists"
         elif event.value.strip():
-            event.input.border_subtitle = "no match yet: → accepts the suggestion"
+            event.input.border_subtitle = "no fragment you can see matches"
         else:
             event.input.border_subtitle = ""
+
+    @on(OptionList.OptionSelected, "#pin-matches")
+    def _match_chosen(self, event: OptionList.OptionSelected) -> None:
+        picker = self.query_one("#pin-id", FragmentPicker)
+        picker.value = event.option.id or ""
+        picker.cursor_position = len(picker.value)
+        picker.focus()
 
     # -- the table -----------------------------------------------------------------------
 

@@ -1,8 +1,9 @@
 """Search: results as you type (rank, title, kind, owner, age and badges, confidence, scope, id,
-score: the last fold away on a narrow terminal, → scrolls to them), with an explain pane for the
+score: the last fold away on a narrow terminal, → scrolls to them; the anti-patterns to avoid for
+the query first, marked ``!`` and "avoid:", then the hits), with an explain pane for the
 highlighted hit (its full id, scope and title, the score breakdown, the settings and stage
-timings) and the row keys (rowactions.py: ctrl+e edit, ctrl+k pin, ... ctrl+o the menu) on the
-focused result.
+timings; f2 shows or hides it, and the choice is remembered per principal, tui/prefs.py) and the
+row keys (rowactions.py: ctrl+e edit, ctrl+k pin, ... ctrl+o the menu) on the focused result.
 
 A typing screen: `/` focuses the query from anywhere on it, Up on the first result and Esc on the
 results return to the query, Esc on the query goes back, and a printable key typed while the
@@ -28,6 +29,7 @@ from ..columns import Column, age_badges, short_name
 from ..format import age, scope_label
 from ..messages import plain
 from ..plain import DataTable, Input, Static
+from ..prefs import prefs_of
 from ..table import FitTable
 from .base import WbScreen
 from .rowactions import RowActions, RowFragment, row_bindings
@@ -35,6 +37,7 @@ from .rowactions import RowActions, RowFragment, row_bindings
 DEBOUNCE_S = 0.15
 MODEL_POLL_S = 0.25
 PREVIEW_NOTE = "lexical results while the model loads"
+EXPLAIN_PREF = "search.explain"   # the explain pane shown (True) or hidden, remembered per principal (tui/prefs.py)
 
 
 COLUMNS = (
@@ -118,6 +121,7 @@ class SearchScreen(RowActions, WbScreen):
 
     def on_mount(self) -> None:
         self.query_one("#search-input", Input).focus()
+        self.query_one("#explain").display = prefs_of(self.app).get(EXPLAIN_PREF, True)  # as last left
         if self.initial:
             self.run_search(self.initial)
 
@@ -176,7 +180,7 @@ class SearchScreen(RowActions, WbScreen):
         self.result, self.preview = result, preview
         if preview:  # the first answer is on screen: now the model may take the CPU
             self.app.ensure_model()
-        self.hits = list(result.hits) + list(result.avoid)
+        self.hits = list(result.avoid) + list(result.hits)   # what to avoid is seen first, above the hits
         self._paint(before)
         note = ""
         if preview:
@@ -191,12 +195,14 @@ class SearchScreen(RowActions, WbScreen):
         if self.result is None:
             return
         table = self.query_one("#results", FitTable)
-        now, orgs, ranked = self.app.clock(), self.me.orgs, len(self.result.hits)
-        values = [hit_values(h, "avoid" if i >= ranked else h.fragment.kind, now, orgs)   # the avoid rows come last
+        now, orgs, avoided = self.app.clock(), self.me.orgs, len(self.result.avoid)
+        values = [hit_values(h, "avoid" if i < avoided else h.fragment.kind, now, orgs)   # the avoid rows come first
                   for i, h in enumerate(self.hits)]
+        for v in values[:avoided]:
+            v.update(rank="!", title="avoid: " + v["title"])
         table.prepare(values)
         table.clear()
-        table.add_rows([table.cells(v) for v in values])
+        table.add_rows([table.cells(v, style="bold red" if i < avoided else "") for i, v in enumerate(values)])
         ids = [h.id for h in self.hits]
         if keep in ids:
             table.move_cursor(row=ids.index(keep), animate=False)
@@ -262,6 +268,7 @@ class SearchScreen(RowActions, WbScreen):
     def action_toggle_explain(self) -> None:
         pane = self.query_one("#explain")
         pane.display = not pane.display
+        prefs_of(self.app).set(EXPLAIN_PREF, bool(pane.display))  # it stays so: other searches, restarts
 
     def typing_field(self):
         return self.query_one("#search-input", Input)
