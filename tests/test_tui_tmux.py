@@ -31,7 +31,7 @@ GAP_QUESTION = "how much parental leave do engineers get"
 BROWSE = "kind (fuzzy)"               # the Browse screen's kind filter, empty
 
 # action → the tmux keys that do it (tmux key names: Enter, Escape, Tab, BTab, Down, C-s, ...).
-# Today's keys; under the new key grammar the lead edits this table only.
+# The key grammar (README, "Key grammar"): keys that write are ctrl+letter; dialogs confirm on C-s.
 KEYS = {
     # screens (plain letters move between screens)
     "browse": ["b"], "search": ["/"], "inbox": ["i"], "pins": ["p"], "gaps": ["g"],
@@ -41,17 +41,17 @@ KEYS = {
     # Search
     "to_results": ["Down"], "open": ["Enter"],
     # Fragment and the editor
-    "edit": ["e"], "save": ["C-s"], "save_anyway": ["s"],
+    "edit": ["C-e"], "save": ["C-s"], "save_anyway": ["C-s"],
     # Pins
-    "pin_submit": ["Enter"], "to_pins_table": ["BTab"], "unpin": ["u"], "unpin_confirm": ["y"],
+    "pin_submit": ["Enter"], "to_pins_table": ["BTab"], "unpin": ["C-u"], "unpin_confirm": ["C-s"],
     # the anti-pattern form
     "next_field": ["Tab"], "create": ["C-s"],
     # Inbox
-    "verify": ["v"], "verify_confirm": [], "snooze": ["z"], "snooze_confirm": [],
-    "to_proposals": ["Tab", "Tab"], "accept": ["a"], "accept_confirm": ["C-s"],
-    "reject": ["r"], "reject_confirm": ["Enter"],
+    "verify": ["C-y"], "verify_confirm": ["C-s"], "snooze": ["C-z"], "snooze_confirm": ["C-s"],
+    "to_proposals": ["Tab", "Tab"], "accept": ["C-a"], "accept_confirm": ["C-s"],
+    "reject": ["C-r"], "reject_confirm": ["Enter"],
     # Gaps
-    "draft": ["d"], "draft_save": ["C-s"],
+    "draft": ["C-d"], "draft_save": ["C-s"],
     # Export (from the scope field: set, format, folder)
     "to_export_folder": ["Tab", "Tab", "Tab"], "export_write": ["Enter"],
 }
@@ -177,11 +177,11 @@ def _workflows(pane: Pane, ws: Path, tmp_path: Path) -> None:
     sofia = {f["id"] for f in cli(ws, "list", "--owner", "sofia.okafor", "--as", ME)}
     pane.press("filter_owner", react="border")
     pane.type("sofia")
-    pane.wait_for(f"{len(sofia)} fragments", "owner sofia.okafor", gone=("nw-adr-0007",))  # marco's ADR goes
+    pane.wait_for(f"{len(sofia)} fragments", "owner sofia.okafor", gone=("ADR-0007",))  # marco's ADR goes (ids fold into the detail line at 80)
     for _ in "sofia":
         pane.press("delete_left")
     pane.press("filter_done")
-    pane.wait_for("nw-adr-0007")
+    pane.wait_for("ADR-0007")
 
     # -- search + open
     found = cli(ws, "search", QUERY, "--as", ME, "-k", "20")
