@@ -77,8 +77,10 @@ class Pane:
     def press(self, action: str, *, react: str | None = None) -> None:
         """Press ``action``'s keys. ``react``: then wait until the screen shows the key took effect
         (Textual moves focus after the key is read, so text typed at once would land in the old field):
-        "any" change, colours included, or a change of a "border" line (the focused field's border
-        changes colour; a blinking cursor changes only the line it is on)."""
+        "any" change, colours included, a change of a "border" line (the focused field's border
+        changes colour; a blinking cursor changes only the line it is on), or "focus": the heavy border
+        of the focused field moved (a field's border also changes colour when what was typed becomes
+        valid, which "border" would take for the move)."""
         for key in KEYS[action]:   # one key at a time: the next one acts where this one left the focus
             before = self._borders(react)
             self._tmux("send-keys", "-t", self.target, key)
@@ -90,6 +92,8 @@ class Pane:
     def _borders(self, react: str | None) -> list[str]:
         if react is None:
             return []
+        if react == "focus":   # the focused field's heavy top border (app.tcss): where it is, and its label
+            return [f"{i}:{line}" for i, line in enumerate(self.text().splitlines()) if "┏" in line][:1]
         lines = self.text(colours=True).splitlines()
         return [line for line in lines if "▔" in line or "▁" in line] if react == "border" else lines
 
@@ -135,8 +139,14 @@ def stale_ids(workspace: Path) -> set[str]:
 
 def home(pane: Pane) -> None:
     """Back to Browse from any screen: leave forms and dialogs first (letters do not fire there)."""
-    for _ in range(3):
+    for _ in range(6):   # one esc at a time: escapes sent in a burst read as alt+esc
+        if BROWSE in pane.text():
+            break
+        shown = pane.text()
         pane.press("back")
+        deadline = time.monotonic() + 2
+        while pane.text() == shown and time.monotonic() < deadline:
+            time.sleep(0.1)
     pane.press("browse")
     pane.wait_for(BROWSE)
 
@@ -204,6 +214,7 @@ def _workflows(pane: Pane, ws: Path, tmp_path: Path) -> None:
     pane.press("save")
     pane.wait_for("reason is required")
     pane.type("tmux harness: key lifetime")
+    pane.wait_for("tmux harness: key lifetime")   # on screen before the save (a typist sees it too)
     pane.press("save")
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:  # a save that changes golden answers asks first
@@ -229,7 +240,7 @@ def _workflows(pane: Pane, ws: Path, tmp_path: Path) -> None:
     assert [p["id"] for p in cli(ws, "pins", "--as", ME)] == [ADR]
     pane.press("to_pins_table", react="border")
     pane.press("unpin")
-    pane.wait_for("Unpin")
+    pane.wait_for("Unpin?")   # the question itself (the footer says "Unpin" too)
     pane.press("unpin_confirm")
     pane.wait_for("No pins in force")
     assert cli(ws, "pins", "--as", ME) == []
@@ -242,7 +253,8 @@ def _workflows(pane: Pane, ws: Path, tmp_path: Path) -> None:
                   "it rate-limits us for every merchant (INC-3001)", "wait for the status webhook",
                   "INC-3001"):
         pane.type(value)
-        pane.press("next_field", react="border")
+        pane.wait_for(value)
+        pane.press("next_field", react="focus")
     pane.press("create")
     pane.wait_for("nw-ap-polling", "History")
     created = [f for f in cli(ws, "list", "--kind", "anti-pattern", "--as", ME)
@@ -258,13 +270,15 @@ def _workflows(pane: Pane, ws: Path, tmp_path: Path) -> None:
     pane.press("inbox")
     pane.wait_for("Nudge inbox", "to check")
     pane.press("verify")
+    pane.wait_for("Verify?")                  # it asks first
     pane.press("verify_confirm")
-    pane.wait_for("verified")
+    pane.wait_for("verified: still true", gone=("Verify?",))
     after_verify = stale_ids(ws)
     assert len(before - after_verify) == 1
     pane.press("snooze")
+    pane.wait_for("Keep it off the stale list")   # it asks, with the days
     pane.press("snooze_confirm")
-    pane.wait_for("snoozed for")
+    pane.wait_for("snoozed for", gone=("Keep it off the stale list",))
     after_snooze = stale_ids(ws)
     assert len(after_verify - after_snooze) == 1
     snoozed = (after_verify - after_snooze).pop()
@@ -296,7 +310,7 @@ def _workflows(pane: Pane, ws: Path, tmp_path: Path) -> None:
     pane.press("draft")
     pane.wait_for("Draft an answer")
     pane.press("draft_save")
-    pane.wait_for("Gaps:")
+    pane.wait_for("Gaps:", gone=("Draft an answer",))
     drafts = [p for p in cli(ws, "proposals", "--as", ME) if "parental leave" in p["title"].lower()]
     assert len(drafts) == 1 and drafts[0]["status"] == "proposed", drafts
     home(pane)
@@ -316,6 +330,6 @@ def _workflows(pane: Pane, ws: Path, tmp_path: Path) -> None:
 
     # -- help
     pane.press("help")
-    pane.wait_for("Everywhere", "binding id")
+    pane.wait_for("workbench keys", "A plain character never changes anything")
     pane.press("back")
     pane.wait_for(BROWSE)
