@@ -455,7 +455,7 @@ async def test_after_a_save_the_history_shows_the_new_latest_and_diff_compares_i
         await settle(pilot)
         screen = await open_fragment(app, pilot)
         assert screen._highlighted_version() == 1  # the only version: the latest
-        screen.action_edit()  # whatever key edits: the save is what this test is about
+        screen.action_edit_row()  # whatever key edits: the save is what this test is about
         await settle(pilot)
         app.screen.query_one("#editor").load_text("## Failover\nFlip the flag, then page the on-call.")
         app.screen.query_one("#reason").value = "page the on-call"

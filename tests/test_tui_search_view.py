@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from tui_support import app_for, settle, until
+from tui_support import app_for, cell, settle, until
 
 from workbench import Workbench
 from workbench.tui.prefs import FILE_NAME
@@ -101,9 +101,9 @@ async def test_the_anti_patterns_to_avoid_are_seen_first_above_the_hits(bench):
         n = len(result.avoid)
         assert [h.id for h in screen.hits] == [h.id for h in result.avoid] + [h.id for h in result.hits]
         for row in range(n):  # at the top, on screen without scrolling, marked as what to avoid
-            assert str(table.get_cell_at((row, 0))) == "!" and str(table.get_cell_at((row, 5))) == "avoid"
-            assert str(table.get_cell_at((row, 1))).startswith("avoid: ")
-        assert str(table.get_cell_at((n, 0))) == "1" and table.scroll_y == 0
+            assert cell(table, row, "rank") == "!" and cell(table, row, "kind") == "avoid"
+            assert cell(table, row, "title").startswith("avoid: ")
+        assert cell(table, n, "rank") == "1" and table.scroll_y == 0
         assert n < table.region.height - 1   # the header and the avoid rows fit in the table's height
         table.focus()
         table.move_cursor(row=0)

@@ -84,8 +84,8 @@ async def test_search_at_80_columns_shows_kind_owner_and_age_then_scrolls_by_col
         await until(pilot, lambda: screen.result is not None and app.pending == 0, timeout=120)
         table = screen.query_one("#results")
         assert {"rank", "title", "kind", "owner", "age", "conf"} <= set(visible_columns(table))
-        ranked = len(screen.result.hits)
-        kinds_whole(table, [h.fragment.kind if i < ranked else "avoid" for i, h in enumerate(screen.hits)])
+        avoided = len(screen.result.avoid)   # the anti-patterns to avoid come first
+        kinds_whole(table, ["avoid" if i < avoided else h.fragment.kind for i, h in enumerate(screen.hits)])
         assert set(table.fitted.folded_keys) >= {"id", "score"}
         await pilot.press("down")
         await scrolls_by_column(pilot, table)
