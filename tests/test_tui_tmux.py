@@ -162,6 +162,7 @@ def workspace(sample_workspace):
 
 
 @pytest.mark.slow
+@pytest.mark.deep   # 70-100 s: CI runs it (make test-deep); each workflow's quick sibling is a Pilot test
 def test_every_workflow_at_80x24_in_tmux(workspace, tmp_path):
     env = {"TERM": "xterm-256color", "PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/root"),
            "TMPDIR": str(tmp_path), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "LANG": "C.UTF-8"}
