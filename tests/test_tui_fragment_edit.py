@@ -256,6 +256,34 @@ async def test_a_revert_from_a_stale_screen_is_refused_and_reloads(wb, size):
     assert [v.reason for v in wb.history(FID, principal=ME)][1:] == ["v2", "v3"]
 
 
+async def test_a_revert_that_fails_keeps_its_dialog_and_its_reason(wb, monkeypatch):
+    """The server unreachable, the store refusing: the dialog stays, with what was typed; the
+    error is a notification. The next try, once the write goes through, reverts."""
+    from workbench.errors import WorkbenchError
+
+    wb.edit(FID, "Version two body.", reason="v2", actor=ME)
+    real = wb.revert
+
+    def unreachable(*args, **kwargs):
+        raise WorkbenchError("cannot reach the workbench server at http://127.0.0.1:1")
+    monkeypatch.setattr(wb, "revert", unreachable)
+    app = app_for(wb)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = await open_fragment(app, pilot)
+        await pilot.press("up", "ctrl+r")
+        await until(pilot, lambda: name(app) == "RevertScreen")
+        dialog = app.screen
+        await pilot.press(*"v2 broke the failover", "ctrl+s")
+        await settle(pilot)
+        assert app.screen is dialog and dialog.query_one("#revert-reason").value == "v2 broke the failover"
+        assert any("cannot reach" in n.message for n in app._notifications)
+        monkeypatch.setattr(wb, "revert", real)
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: app.screen is screen and app.pending == 0)
+    assert [v.reason for v in wb.history(FID, principal=ME)][2] == "revert to v1: v2 broke the failover"
+
+
 @pytest.mark.parametrize("size", SIZES)
 async def test_verify_runs_as_a_write_job(wb, size):
     app = app_for(wb)

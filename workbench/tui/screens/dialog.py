@@ -157,12 +157,14 @@ class Dialog(ModalScreen):
 
     # -- the answers -------------------------------------------------------------------------------
 
-    def writing(self, write, *, done=None, label: str = "saving…") -> Dialog:
+    def writing(self, write, *, done=None, moot=None, label: str = "saving…") -> Dialog:
         """Make the write while the dialog is still open: on confirm, ``write(answer)`` runs as a job
         (``app.submit``); the dialog closes when it succeeded (then ``done(result)``), and when it
         failed (the server unreachable, or the core refused) it stays open with everything typed,
-        and the error is a notification. Returns the dialog (push it without a callback)."""
-        self._write = (write, done, label)
+        and the error is a notification. ``moot(error)``, when given, may say the question itself
+        is void (True: say so, the dialog closes; e.g. a revert whose base moved on). Returns the
+        dialog (push it without a callback)."""
+        self._write = (write, done, moot, label)
         return self
 
     def answer(self, value: Any) -> None:
@@ -172,7 +174,7 @@ class Dialog(ModalScreen):
             return
         if self.busy:
             return  # a second ctrl+s while the first is on its way
-        write, done, label = self._write
+        write, done, moot, label = self._write
         self.busy = True
 
         def written(result: Any) -> None:
@@ -185,6 +187,9 @@ class Dialog(ModalScreen):
             from ..messages import plain
 
             self.busy = False
+            if moot is not None and moot(error):
+                self.dismiss(self.CANCELLED)
+                return
             self.app.notify(plain(error), title="Not done", severity="error", timeout=10)
         self.app.submit(write, value, done=written, failed=failed, write=True, label=label)
 

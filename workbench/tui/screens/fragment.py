@@ -235,24 +235,27 @@ class FragmentScreen(RowActions, WbScreen):
 
             if not self.is_current:  # the user went elsewhere meanwhile: ask nothing
                 return
-            self.app.push_screen(RevertScreen(self.fragment_id, target, current=shown, diff=diff),
-                                 lambda reason: self._revert(target.number, shown, reason))
+            self.app.push_screen(self._reverting(RevertScreen(self.fragment_id, target, current=shown, diff=diff),
+                                                 target.number, shown))
         self.app.submit(self.wb.diff, self.fragment_id, shown, target.number, principal=self.me, done=ask,
                         label="preparing the revert…", key=f"fragment-revert-{id(self)}")
 
-    def _revert(self, target: int, shown: int, reason: str | None) -> None:
-        if not reason:
-            return
+    def _reverting(self, dialog, target: int, shown: int):
+        """The revert is made while its dialog is open: a failure leaves the dialog with its reason
+        (the error a notification); a change saved meanwhile voids the question (the dialog closes,
+        the screen shows who changed it and the latest version)."""
+        def revert(reason: str):
+            return self.wb.revert(self.fragment_id, target, actor=self.me, base=shown,
+                                  reason=f"revert to v{target}: {reason}")
 
         def done(f) -> None:
             self.app.notify(f"reverted: {f.id} is now v{f.version} (content of v{target})")
             if self.is_attached:
                 self.reload()
 
-        def failed(e: WorkbenchError) -> None:
+        def moot(e: WorkbenchError) -> bool:
             if not isinstance(e, Conflict):
-                self.notify(e.message, title="Not reverted", severity="error", timeout=10)
-                return
+                return False
 
             def latest(loaded) -> None:  # say who changed it, and show the latest version and its history
                 from .conflict import moved_on
@@ -263,9 +266,8 @@ class FragmentScreen(RowActions, WbScreen):
             self._seen_version = self.app.data_version
             self.app.submit(load_fragment, self.wb, self.fragment_id, self.me, done=latest, failed=self._gone,
                             key=f"fragment-load-{id(self)}")
-        self.app.submit(self.wb.revert, self.fragment_id, target, actor=self.me, base=shown,
-                        reason=f"revert to v{target}: {reason}", done=done, failed=failed, write=True,
-                        label="reverting…")
+            return True
+        return dialog.writing(revert, done=done, moot=moot, label="reverting…")
 
     def row_fragment(self) -> RowFragment | None:
         """The row keys act on the fragment shown, as the version shown (None while it loads)."""
