@@ -41,6 +41,7 @@ def antipattern_parts(details: Any, *, keep_empty: bool = False) -> list[tuple[s
 
 
 ANTIPATTERN_FIELDS = ("dont", "why", "instead", "evidence")
+PATH_FIELDS = ("applies_to",)   # globs of the repository paths a fragment governs (rank/paths.py)
 
 
 @dataclass(frozen=True, order=True)
@@ -180,7 +181,7 @@ class Content:
     links: tuple[str, ...] = ()
     supersedes: tuple[str, ...] = ()
     sources: tuple[Source, ...] = ()
-    details: tuple[tuple[str, Any], ...] = ()  # anti-pattern fields, a proposal's proposed_by and review: sorted pairs
+    details: tuple[tuple[str, Any], ...] = ()  # anti-pattern fields, applies_to, a proposal's proposed_by and review: sorted pairs
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -216,6 +217,10 @@ class Content:
 
     def detail(self, name: str) -> Any:
         return dict(self.details).get(name)
+
+    def applies_to(self) -> tuple[str, ...]:
+        """The path globs the fragment declares it governs (front matter ``applies_to``)."""
+        return tuple(self.detail("applies_to") or ())
 
     def antipattern(self, *, keep_empty: bool = False) -> list[tuple[str, Any]]:
         """(label, value) of the Don't / Why / Instead fields (see ``antipattern_parts``)."""

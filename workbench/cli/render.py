@@ -163,6 +163,8 @@ def fragment_text(data: dict[str, Any]) -> str:
     for src in data.get("sources") or []:
         where = src["path"] + (f"#L{src['lines'][0]}-L{src['lines'][1]}" if src.get("lines") else "")
         lines.append(f"source: {src.get('repo') or ''}:{where}" + (f"@{src['commit']}" if src.get("commit") else ""))
+    if (data.get("details") or {}).get("applies_to"):
+        lines.append("applies to: " + ", ".join(data["details"]["applies_to"]))
     lines += [f"{label}: {value}" for label, value in antipattern_parts(data.get("details") or {})]
     lines += _proposal_lines(data.get("details") or {})
     lines += ["", data["body"]]

@@ -24,7 +24,7 @@ import yaml
 
 from .. import safeyaml
 from ..errors import ValidationError
-from ..models import ANTIPATTERN_FIELDS, PROPOSAL_FIELDS, Content, Fragment, Scope, Source, TextFile
+from ..models import ANTIPATTERN_FIELDS, PATH_FIELDS, PROPOSAL_FIELDS, Content, Fragment, Scope, Source, TextFile
 from ..schemas import plain_yaml, shown, validate
 from .schema_check import accepts
 
@@ -39,7 +39,7 @@ _ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,127}")
 _TIMESTAMP = re.compile(r"(\d{4,5})-(\d{2})-(\d{2})"
                         r"(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})?)?")
 _ORDER = ("id", "kind", "title", "scope", "owner", "status", "tags", "links", "supersedes", "sources",
-          "created", "updated", "verified", *ANTIPATTERN_FIELDS, *PROPOSAL_FIELDS)
+          "created", "updated", "verified", *PATH_FIELDS, *ANTIPATTERN_FIELDS, *PROPOSAL_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -138,13 +138,26 @@ def content_from_data(data: dict[str, Any], body: str, *, file: str) -> Content:
     body = normalise_body(body)
     if not body and kind != "anti-pattern":
         raise ValidationError("is empty", file=file, field="body")
-    details = {k: data[k] for k in (*ANTIPATTERN_FIELDS, *PROPOSAL_FIELDS) if k in data}
+    details = {k: data[k] for k in (*PATH_FIELDS, *ANTIPATTERN_FIELDS, *PROPOSAL_FIELDS) if k in data}
     return Content.from_dict({
         "kind": kind, "title": data["title"].strip(), "body": body, "scope": data["scope"],
         "owner": data["owner"], "status": data.get("status", "active"), "tags": data.get("tags", []),
         "links": data.get("links", []), "supersedes": data.get("supersedes", []),
         "sources": data.get("sources", []), "details": details,
     })
+
+
+def check_applies_to(globs: Any, *, file: str | None = None) -> None:
+    """``applies_to`` globs (None: not given) checked by the matching rule's grammar
+    (rank/paths.py), or ValidationError naming the file, the field and the bad glob."""
+    if globs is None:
+        return
+    from ..rank.paths import GLOB_RULE, glob_problem
+
+    for glob in globs if isinstance(globs, (list, tuple)) else [globs]:
+        problem = glob_problem(glob)
+        if problem:
+            raise ValidationError(f"bad glob {problem} ({GLOB_RULE})", file=file, field="applies_to")
 
 
 def parse_fragment(text: str, *, file: str, default_id: str | None = None,
@@ -159,6 +172,7 @@ def parse_fragment(text: str, *, file: str, default_id: str | None = None,
     created, updated, verified = (check_timestamp(k, data.get(k), file=file, now=now) for k in TIMESTAMP_FIELDS)
     if accepts("fragment", data) is not True:  # certainly valid needs no jsonschema pass (schema_check.py)
         validate("fragment", data, file=file)
+    check_applies_to(data.get("applies_to"), file=file)
     for later, stamp in (("updated", updated), ("verified", verified)):
         if created and stamp and stamp < created:
             raise ValidationError("is earlier than created", file=file, field=later)
@@ -186,8 +200,8 @@ def front_matter_data(fragment_id: str, content: Content, *, created: datetime |
         "created": _ts(created), "updated": _ts(updated), "verified": _ts(verified),
     }
     data.update({k: (list(v) if isinstance(v, tuple) else v) for k, v in content.details})
-    for key in ("tags", "links", "supersedes", "sources"):
-        if not data[key]:
+    for key in ("tags", "links", "supersedes", "sources", "applies_to"):
+        if key in data and not data[key]:
             del data[key]
     return {k: data[k] for k in _ORDER if data.get(k) is not None}
 

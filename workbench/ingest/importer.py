@@ -23,7 +23,7 @@ from ..models import Content, Fragment, IngestReport, Principal, TextFile
 from ..store import Store
 from ..store.rows import VersionWrite
 from ..models import utcnow
-from .files import ParsedFragment, collect, parse_fragment, read_capped
+from .files import ParsedFragment, check_applies_to, collect, parse_fragment, read_capped
 from .secrets import scan, scan_content
 from .sync import AHEAD, SAME, UPDATE, conflict_message, verdict
 
@@ -44,6 +44,7 @@ def check_semantics(parsed: ParsedFragment, config: WorkspaceConfig) -> None:
     if not owner.can_see(content.scope, owner=content.owner):
         raise ValidationError(f"owner {content.owner!r} is not a member of scope {content.scope}",
                               file=parsed.file, field="owner")
+    check_applies_to(content.detail("applies_to"), file=parsed.file)
 
 
 def guard_secrets(subject: Content | str, *, file: str, allow: bool, overrides: list[dict[str, str]],

@@ -60,8 +60,8 @@ class ContextItem:
             data["partial"] = True
             data["sections"] = list(self.sections)
         return {k: data[k] for k in ("id", "version", "title", "kind", "score", "confidence", "scores", "tokens",
-                                     "source", "updated_at", "text", "scope", "owner", "superseded_by", "partial",
-                                     "sections") if k in data}
+                                     "source", "updated_at", "text", "scope", "owner", "superseded_by", "reason",
+                                     "partial", "sections") if k in data}
 
 
 @dataclass
@@ -135,7 +135,7 @@ def _partial(hit: Hit, query: str, room: int, count: Callable[[str], int],
 
 def _label(hit: Hit) -> list[str]:
     label = hit.superseded_label()
-    return [f"> {label}"] if label else []
+    return ([f"> {label}"] if label else []) + ([f"> why: {hit.reason}"] if hit.reason else [])
 
 
 def _block(hit: Hit, parts, i: int) -> str:

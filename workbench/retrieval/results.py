@@ -106,11 +106,14 @@ class ContextResult:
     min_confidence: float | None = None   # the confidence floor applied (pins exempt)
     abstained: bool = False               # nothing ranked passed: "no relevant knowledge in scope"
     notice: str = ""                      # the text served when nothing else is (counted in used_tokens)
+    paths: list[str] | None = None        # the work's paths (context --paths / --diff), normalised
 
     def to_dict(self) -> dict[str, Any]:
         data = {"trace_id": self.trace_id, "budget_tokens": self.budget_tokens, "used_tokens": self.used_tokens,
                 "fragments": [i.to_dict() for i in self.fragments], "avoid": [i.to_dict() for i in self.avoid],
                 "omitted": self.omitted, "min_confidence": self.min_confidence, "abstained": self.abstained}
+        if self.paths is not None:
+            data["paths"] = list(self.paths)
         if self.note:
             data["note"] = self.note
         if self.notice:

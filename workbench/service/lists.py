@@ -72,3 +72,11 @@ def tag_list(value: str | Iterable[str] | None) -> list[str]:
 def _check_count(name: str, items: list[str]) -> None:
     if len(items) > MAX_ITEMS[name]:
         raise UserError(f"too many {name} ({len(items)}, at most {MAX_ITEMS[name]})", param=name)
+
+
+def glob_list(value: str | Iterable[str] | None) -> list[str]:
+    """A fragment's ``applies_to`` path globs, checked by the matching rule (rank/paths.py): at most
+    100, each a repo-relative glob (``services/payments/**``)."""
+    from ..rank.paths import check_globs
+
+    return list(check_globs(split_list(value), where="applies_to"))

@@ -29,7 +29,7 @@ from ..retrieval.filters import make_filters
 from ..retrieval.embedder import MODEL_NAME
 from ..retrieval.pipeline import Hit, Ranking, Settings, confidences, hits_from, rank, rerank, superseded_dict
 from ..models import utcnow
-from . import traces
+from . import traces, workpaths
 from .fragments import Fragments
 from .workspace import Feature, Workspace
 
@@ -167,21 +167,35 @@ class Retrieval(Feature):
             info["trace_note"] = TRACE_NOT_STORED
         return SearchResult(trace_id, query, hits, avoid, got.ranking.stages_ms, info)
 
-    def context(self, query: str, *, principal: str | Principal | None = None, budget: int = 3200,
+    def context(self, query: str | None = None, *, principal: str | Principal | None = None, budget: int = 3200,
                 scope: Scope | str | None = None, pipeline: str = "hybrid", k: int = 20,
                 min_score: float | None = None, reranker: str | None = None, now: datetime | None = None,
                 allow_secret: bool = False, kind: str | list[str] | None = None,
                 tag: str | list[str] | None = None, owner: str | list[str] | None = None,
                 updated_since: date | str | None = None, dense_weight: float | None = None,
-                min_confidence: float | None = None) -> ContextResult:
+                min_confidence: float | None = None, paths: list[str] | None = None, diff: str | None = None,
+                diff_range: str | None = None, repo: str | None = None,
+                path_weight: float | None = None) -> ContextResult:
         """Budgeted, cited context: pins, then ranked fragments, then anti-patterns to avoid.
         Superseded fragments are left out (unless the caller cannot see their superseder, or
         the query names them), and so is every candidate below the confidence floor
         (``min_confidence``, else workbench.yaml's ``confidence_floor``, else the floor of the
         workspace's calibration: its golden fit, or the prior); pins always come. When nothing passes, the note
-        is "no relevant knowledge in scope" and only pins (if any) are served."""
+        is "no relevant knowledge in scope" and only pins (if any) are served.
+
+        Context for the work at hand: ``paths`` (repository paths), ``diff`` (a unified diff's text) and
+        ``diff_range`` (a git range, read with ``git diff`` in ``repo``, default the working folder)
+        add the fragments linked to those files, ranked with the query (now optional) by the weighted
+        rule of rank/paths.py (``path_weight``), each with its ``reason`` (service/workpaths.py)."""
         if isinstance(budget, bool) or not isinstance(budget, int) or not 0 <= budget <= MAX_BUDGET:
             raise UserError(f"the budget must be a whole number of tokens from 0 to {MAX_BUDGET}")
+        work = workpaths.work_paths(paths, diff, diff_range, repo)
+        if work is not None:
+            return self._work_context(query, work, principal=principal, budget=budget, scope=scope,
+                                      pipeline=pipeline, k=k, min_score=min_score, reranker=reranker, now=now,
+                                      allow_secret=allow_secret, kind=kind, tag=tag, owner=owner,
+                                      updated_since=updated_since, dense_weight=dense_weight,
+                                      min_confidence=min_confidence, repo=repo, path_weight=path_weight)
         who = self.principal(principal)
         within = Scope.coerce(scope)
         floor = self.confidence_floor(min_confidence)
@@ -202,6 +216,52 @@ class Retrieval(Feature):
         return ContextResult(trace_id, query, budget, composed.used, composed.fragments, composed.avoid,
                              composed.omitted, note, min_confidence=floor, abstained=abstained,
                              notice=composed.notice)
+
+    def _work_context(self, query: str | None, work: list[str], *, principal, budget: int, scope, pipeline: str,
+                      k: int, min_score, reranker, now, allow_secret: bool, kind, tag, owner, updated_since,
+                      dense_weight, min_confidence, repo: str | None, path_weight: float | None) -> ContextResult:
+        """``context`` for the work at hand (see there): the query's selection, if any, merged with
+        the fragments linked to ``work``, composed within the budget and traced with the paths."""
+        from ..rank.paths import PATH_WEIGHT, check_weight
+
+        weight = PATH_WEIGHT if path_weight is None else check_weight(path_weight)
+        if query is not None and not (isinstance(query, str) and query.strip()):
+            query = None     # paths alone are the question
+        who = self.principal(principal)
+        within = Scope.coerce(scope)
+        floor = self.confidence_floor(min_confidence) if query else None
+        settings = self.settings(pipeline=pipeline, k=k, min_score=min_score, reranker=reranker,
+                                 dense_weight=dense_weight, filters=self._filters(kind, tag, owner, updated_since))
+        now = now or utcnow()
+        withheld = set() if allow_secret else self.store.secret_flagged()
+        owners = workpaths.code_owners(work, repo, self.config)
+        if query:
+            got = self.retrieve(query, who, settings, within=within, now=now, allow_secret=allow_secret,
+                                for_context=True, min_confidence=floor)
+            index, ranking, pins = got.index, got.ranking, got.pins
+            model = self.calibration()
+            hits, avoid, links = workpaths.ranked_for_work(
+                self, got.index, work, who, within, settings, ranking, got.hits, got.avoid, withheld, owners,
+                weight, lambda i: confidences(index, ranking, [i], model)[i])
+        else:
+            index = self.search_index()
+            pinned = [p for p in self.applicable_pins(who, within, now) if p not in withheld]
+            pins = workpaths.pin_hits(index, pinned, who, within)
+            hits, avoid, links = workpaths.ranked_for_work(self, index, work, who, within, settings, None, [], [],
+                                                           withheld, owners, weight, lambda i: None)
+        composed = compose(pins, hits, avoid, budget=budget, query=query or " ".join(work),
+                           count=self.ws.index.tokens.count, count_many=self.ws.index.tokens.count_many)
+        served = ([_served(i.hit, "fragments", i.text, i.tokens) for i in composed.fragments]
+                  + [_served(i.hit, "avoid", i.text, i.tokens) for i in composed.avoid])
+        abstained = bool(query) and composed.note == NO_KNOWLEDGE
+        trace_id = self._trace("context", query or "", who, within, settings, served, now,
+                               extra={"budget_tokens": budget, "used_tokens": composed.used,
+                                      "omitted": composed.omitted, "min_confidence": floor, "abstained": abstained,
+                                      "paths": work, "path_weight": weight, "path_links": len(links)})
+        note = composed.note if trace_id else "; ".join(filter(None, [composed.note, TRACE_NOT_STORED]))
+        return ContextResult(trace_id, query or "", budget, composed.used, composed.fragments, composed.avoid,
+                             composed.omitted, note, min_confidence=floor, abstained=abstained,
+                             notice=composed.notice, paths=work)
 
     def confidence_floor(self, min_confidence: float | None = None) -> float:
         """The confidence floor a ``context`` call applies: ``min_confidence`` when given, else
@@ -351,6 +411,8 @@ def _served(hit: Hit, section: str, text: str | None = None, tokens: int | None 
             "scores": {k: (round(v, 6) if isinstance(v, float) else v) for k, v in hit.scores.items()}}
     if hit.superseded_by:
         item["superseded_by"] = superseded_dict(hit.superseded_by)
+    if hit.reason:
+        item["reason"] = hit.reason
     if text is not None:
         item.update({"text": text, "tokens": tokens})
     return item

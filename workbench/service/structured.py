@@ -13,11 +13,11 @@ from typing import Any
 
 from ..errors import UserError
 from ..models import ANTIPATTERN_FIELDS, Content, Fragment
-from .lists import evidence_list, tag_list
+from .lists import evidence_list, glob_list, tag_list
 
-EDIT_FIELDS = ("title", "dont", "why", "instead", "evidence", "tags")
+EDIT_FIELDS = ("title", "dont", "why", "instead", "evidence", "tags", "applies_to")
 LABELS = {"title": "the title", "dont": "Don't", "why": "Why", "instead": "Instead", "evidence": "Evidence",
-          "tags": "Tags"}
+          "tags": "Tags", "applies_to": "Applies to"}
 
 
 def edited_fields(current: Fragment, text: str | None, fields: dict[str, Any], *, file: str, config) -> Content:
@@ -45,7 +45,7 @@ def edited_fields(current: Fragment, text: str | None, fields: dict[str, Any], *
             if not isinstance(value, str) or not value.strip():
                 raise UserError(f"{LABELS[key]} cannot be empty", param=key)
             data[key] = value.strip()
-    for key, as_list in (("evidence", evidence_list), ("tags", tag_list)):
+    for key, as_list in (("evidence", evidence_list), ("tags", tag_list), ("applies_to", glob_list)):
         if key in fields:
             items = as_list(fields[key])
             if items:

@@ -140,6 +140,16 @@ class RetrievalQueries:
                        f"AS s FROM fragments WHERE status = 'active'{where})", params)
         return [(fid, f"source:{repo or '-'}/{path}") for fid, repo, path in rows]
 
+    def path_links(self) -> list[tuple[str, str, str, list, list | None, list]]:
+        """(id, kind, owner, sources, applies_to or None, tags) of every active fragment that cites a
+        source or declares ``applies_to``: what links fragments to repository paths (rank/paths.py)."""
+        rows = self._q("SELECT id, kind, owner, CAST(sources AS VARCHAR), "
+                       "CAST(json_extract(details, '$.applies_to') AS VARCHAR), tags FROM fragments "
+                       "WHERE status = 'active' AND (json_array_length(sources) > 0 "
+                       "OR json_extract(details, '$.applies_to') IS NOT NULL) ORDER BY id")
+        return [(fid, kind, owner, json.loads(sources), json.loads(globs) if globs else None, list(tags or ()))
+                for fid, kind, owner, sources, globs, tags in rows]
+
     def put_authority(self, scores: dict[str, tuple[float, int, int]], generation: int,
                       graph: str | None = None) -> bool:
         """Store PageRank for ``generation``; on a read-only workspace keep it in memory

@@ -185,6 +185,13 @@ class PgQueries:
                        f"WHERE f.status = 'active'{where.replace(' id IN', ' f.id IN')}", params)
         return [(fid, f"source:{repo or '-'}/{path}") for fid, repo, path in rows]
 
+    def path_links(self) -> list[tuple[str, str, str, list, list | None, list]]:
+        rows = self._q("SELECT id, kind, owner, sources::text, (details->'applies_to')::text, tags FROM fragments "
+                       "WHERE status = 'active' AND (json_array_length(sources) > 0 "
+                       "OR details->'applies_to' IS NOT NULL) ORDER BY id")
+        return [(fid, kind, owner, json.loads(sources), json.loads(globs) if globs and globs != "null" else None,
+                 list(tags or ())) for fid, kind, owner, sources, globs, tags in rows]
+
     def put_authority(self, scores: dict[str, tuple[float, int, int]], generation: int,
                       graph: str | None = None) -> bool:
         if not self.can_store_derived():
