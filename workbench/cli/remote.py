@@ -37,7 +37,7 @@ LOCAL = {"server", "bench", "completion", "init", "restore-backup"}
 FACES = {"tui", "serve", "mcp"}
 # Parameters that name files or folders on the disk of the process that runs the command.
 SERVER_PATHS = {"ingest": ("paths", "git"), "export-files": ("dir",), "search": ("rerank",),
-                "context": ("rerank",), "eval": ("golden", "beir", "compare", "cache"), "export": ("out",),
+                "context": ("rerank", "repo"), "eval": ("golden", "beir", "compare", "cache"), "export": ("out",),
                 "import-bundle": ("dir",), "check": ("golden", "baseline", "update_baseline"),
                 "edit": ("golden",), "backup": ("out",), "calibrate": ("golden",)}
 TIMEOUT_S = float(os.environ.get("WORKBENCH_CLIENT_TIMEOUT", "600"))

@@ -18,10 +18,12 @@ def _complete(choices: tuple[str, ...]):
     return lambda ctx, param, incomplete: [c for c in choices if c.startswith(incomplete)]
 
 
-def retrieval_options(fn):
+def retrieval_options(fn=None, *, query_required: bool = True):
     """The query and the options search and context share."""
+    if fn is None:
+        return lambda f: retrieval_options(f, query_required=query_required)
     for decorate in reversed([
-        click.argument("query"),
+        click.argument("query", required=query_required),
         as_option(f"the principal asking {PRINCIPAL_DEFAULT}"),
         scope_option("working scope: only fragments that apply inside it (org=ORG[,repo=R][,persona=P]"
                      "[,session=S]); pins of this scope come first"),
@@ -108,24 +110,58 @@ def search(query, principal, scope, pipeline, min_score, rerank, allow_secret, k
     print(f"\ntrace {result.trace_id or 'not stored (read-only workspace)'}")
 
 
-@command("context", "Compose budgeted, cited context for an agent: pins, ranked fragments, then 'avoid'.",
-         "workbench context \"how do I roll back a bad deploy\" --as dan.kowalski --budget 1500")
-@retrieval_options
+@command("context", "Compose budgeted, cited context for an agent: pins, ranked fragments, then 'avoid'; with "
+         "--paths or --diff, also what governs the files the work touches (each with its reason).",
+         "workbench context \"how do I roll back a bad deploy\" --as dan.kowalski --budget 1500\n"
+         "workbench context --paths nwpay/api/idempotency.py --as agent.nw-coder\n"
+         "git diff main | workbench context \"add a refund endpoint\" --diff - --as agent.nw-coder")
+@retrieval_options(query_required=False)
 @click.option("--budget", type=INT, default=3200, help="token budget (default 3200, model tokenizer)")
 @click.option("--min-confidence", type=FLOAT, metavar="C",
               help="leave out fragments whose calibrated confidence is below C, 0..1 (default: confidence_floor "
                    "of workbench.yaml, else the calibrated floor; pins always stay)")
+@click.option("--paths", cls=MultiValueOption, metavar="FILE...",
+              help="repository paths the work touches (space-separated or repeated): adds the fragments that "
+                   "apply to, cite or were ingested from them; the query becomes optional")
+@click.option("--diff", "diff", metavar="RANGE|-",
+              help="the files a git range changed (git diff --name-status RANGE in --repo, e.g. HEAD~1..HEAD), "
+                   "or '-': a unified diff on standard input")
+@click.option("--repo", metavar="DIR", type=click.Path(),
+              help="the git repository of --diff RANGE and of CODEOWNERS (default: the working folder)")
+@click.option("--path-weight", type=FLOAT, metavar="W",
+              help="weight of the path score against the query's relevance, 0..1 (default 0.6)")
 def context(query, principal, scope, pipeline, min_score, rerank, allow_secret, kind, tag, owner, updated_since,
-            dense_weight, as_json, budget, min_confidence):
+            dense_weight, as_json, budget, min_confidence, paths, diff, repo, path_weight):
+    from ..errors import UserError
+
+    work: dict = {}
+    if paths:
+        work["paths"] = list(paths)
+    if diff == "-":
+        from .inputs import read_stdin
+
+        work["diff"] = read_stdin()
+    elif diff is not None:
+        work["diff_range"] = diff
+    if repo is not None:
+        work["repo"] = repo
+    if path_weight is not None:
+        work["path_weight"] = path_weight
+    if query is None and not ({"paths", "diff", "diff_range"} & set(work)):
+        raise UserError("give a QUERY, --paths FILE... or --diff RANGE|- (or several)")
     with open_workbench() as wb:
         result = wb.context(query, principal=principal, budget=budget, scope=scope, pipeline=pipeline,
-                            min_score=min_score, reranker=rerank, allow_secret=allow_secret,
+                            min_score=min_score, reranker=rerank, allow_secret=allow_secret, **work,
                             **_filters(kind, tag, owner, updated_since, dense_weight, min_confidence))
     if as_json:
         emit_json(result.to_dict())
         return
     print(result.text())
     note = f"; {result.note}" if result.note and result.note != result.notice else ""
+    if result.paths is not None:
+        chosen = [i for i in [*result.fragments, *result.avoid] if i.hit.reason]
+        print(f"\n<!-- {len(result.paths)} paths: " + "; ".join(f"{i.hit.id}: {i.hit.reason}" for i in chosen)
+              + (" -->" if chosen else "nothing in scope is linked to them -->"))
     print(f"\n<!-- {result.used_tokens}/{result.budget_tokens} tokens, {len(result.fragments)} fragments, "
           f"{len(result.avoid)} to avoid, {len(result.omitted)} omitted; trace {result.trace_id or 'not stored'}"
           f"{note} -->")

@@ -52,6 +52,12 @@ Owner = Annotated[str | None, Field(min_length=1, max_length=64,
 Since = Annotated[date | None, Field(description="Only fragments updated on or after this date (YYYY-MM-DD).")]
 DenseWeight = Annotated[float | None, Field(ge=0, le=1, description="Weight of semantic (dense) similarity "
                                             "against keywords (BM25), 0-1; default: the workspace setting.")]
+WorkPaths = Annotated[list[Annotated[str, Field(min_length=1, max_length=1024)]] | None, Field(
+    max_length=2000, description="Repository paths the work touches (repo-relative, e.g. "
+    "services/payments/stripe_client.py): adds the fragments that apply to, cite or were ingested from them, "
+    "each with its reason; the query becomes optional.")]
+Diff = Annotated[str | None, Field(min_length=1, max_length=8 * 1024 * 1024, description="A unified diff "
+                                   "(git diff output): the files it touches count as `paths`.")]
 MinConfidence = Annotated[float | None, Field(ge=0, le=1, description="Leave out hits whose confidence "
                                               "(0-1, comparable across queries) is below this.")]
 
@@ -133,16 +139,22 @@ def build_server(wb, principal: str | None = None, *, caller=None):
                              "fragments until the token budget is spent, then anti-patterns to avoid; each item "
                              "cites its source (id vN). Superseded and low-confidence fragments are left out; when "
                              "nothing relevant is in scope the text says so ('no relevant knowledge in scope'). "
+                             "Give `paths` (or a `diff`) of the files you are changing to also receive what governs "
+                             "them (runbooks, decisions, rules that apply to those paths), each with its reason. "
                              "Text: the composed context, within the budget. Structured: "
                              "the JSON of `workbench context --json` (items, tokens, what was omitted). " + TRACED)
-    def context(query: Query,
+    def context(query: Query | None = None,
                 budget: Annotated[int, Field(ge=1, le=MAX_BUDGET, description="Token budget for the text "
                                              "(the embedding model's tokenizer), 1-200000.")] = 3200,
                 kind: Kind = None, tag: Tag = None, owner: Owner = None, updated_since: Since = None,
                 dense_weight: DenseWeight = None, min_confidence: MinConfidence = None,
+                paths: WorkPaths = None, diff: Diff = None,
                 ) -> Annotated[CallToolResult, shapes.ContextOut]:
+        if query is None and paths is None and diff is None:
+            raise ToolError("give a query, paths or a diff (or several)")
         options = {"kind": kind, "tag": tag, "owner": owner, "updated_since": updated_since,
                    "dense_weight": dense_weight, "min_confidence": min_confidence}
+        options.update({k: v for k, v in (("paths", paths), ("diff", diff)) if v is not None})
         composed, text = fitted_context(query, budget, options)
         return result(text, shapes.context_data(composed, budget))
 

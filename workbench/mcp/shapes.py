@@ -61,6 +61,8 @@ class ContextItemOut(_Open):
     updated_at: str | None = None
     confidence: float | None = Field(None, ge=0, le=1, description="calibrated relevance, 0-1")
     superseded_by: dict[str, Any] | None = Field(None, description="{id, version} of the replacing fragment")
+    reason: str | None = Field(None, description="why it was chosen for the work's paths ('applies to "
+                               "services/payments/**', 'cites services/payments/stripe_client.py', ...)")
     partial: bool | None = None
     sections: list[str] | None = None
 
@@ -77,6 +79,7 @@ class ContextOut(_Open):
     abstained: bool | None = Field(None, description="true: nothing relevant passed the floor ('no relevant "
                                                      "knowledge in scope'); only pins, if any, are served")
     note: str | None = None
+    paths: list[str] | None = Field(None, description="the work's paths (given `paths` or `diff`), normalised")
 
 
 class FragmentOut(_Open):
