@@ -273,7 +273,7 @@ def _print_abstention(report: dict) -> None:
 
 
 def _print_eval(report: dict, compare: tuple[str, str] | None) -> None:
-    names = [n for n in report if n != "compare"]
+    names = [n for n in report if n not in ("compare", "paths")]
     metrics = ["ndcg@10", "recall@10", "recall@100", "mrr@10", "queries"]
     if any(report[n].get("negatives") for n in names):
         metrics += ["answered", "abstention", "negatives"]
@@ -289,6 +289,11 @@ def _print_eval(report: dict, compare: tuple[str, str] | None) -> None:
                                               f"{report[n]['by_scope'][s]['recall@10']:.3f}"
                                               if s in report[n]["by_scope"] else "-" for n in names)]
                                          for s in scopes)))
+    if "paths" in report:
+        p = report["paths"]
+        print(f"\npaths ({p['queries']} golden entries with paths:, {p.get('with_query', 0)} with a query too; "
+              f"context --paths, path weight {p.get('path_weight')}): recall@5 {_fmt(p.get('recall@5'))}, "
+              f"recall@10 {_fmt(p.get('recall@10'))}, MRR@10 {_fmt(p.get('mrr@10'))}, hit@5 {_fmt(p.get('hit@5'))}")
     if "compare" in report:
         a, b = compare
         print(f"\n{len(report['compare'])} queries whose top 3 differ between {a} and {b}:")

@@ -12,7 +12,8 @@ A fragment body's own headings are demoted below its item heading (``export.head
 the file's outline holds only our sections. Cursor rules carry YAML front matter written by a
 YAML emitter (never by string formatting), with ``globs`` as the comma-separated string Cursor
 reads; what AGENTS.md lists under "Always follow" (pins, policies) is ``alwaysApply: true`` there
-too, the rest is attached by its globs. llms.txt follows llmstxt.org: an H1, a ``>`` summary, a paragraph, then H2 sections of
+too, the rest is attached by its globs: the ``applies_to`` globs a fragment declares (then
+``alwaysApply: false``, a policy too), else the folders of its sources. llms.txt follows llmstxt.org: an H1, a ``>`` summary, a paragraph, then H2 sections of
 links only; what the budget left out is listed under ``## Optional``; ``base_url`` makes every
 link absolute.
 """
@@ -216,6 +217,11 @@ def _glob(path: str) -> str:
 
 
 def _globs(f: Fragment) -> list[str]:
+    """The globs a fragment's Cursor rule is attached by: the ``applies_to`` globs it declares (the
+    same matching rule: ``**`` any directories, ``*`` within a segment), else its sources' folders."""
+    declared = [g for g in (_glob(g) for g in f.content.applies_to()) if g]
+    if declared:
+        return list(dict.fromkeys(declared))
     out = []
     for s in f.sources:
         path = _glob(s.path)
@@ -240,8 +246,8 @@ def cursor_rules(sel: Selection, **_: object) -> dict[str, str]:
             + "\n\n".join(item(f, 2) for f in sel.avoid))
     names = rule_names([f.id for f in sel.knowledge])
     rules = {f.id for f in sel.rules}
-    for f in sel.knowledge:   # a rule (what AGENTS.md lists under "Always follow") applies always
-        always_on = f.id in rules
+    for f in sel.knowledge:   # a rule (what AGENTS.md lists under "Always follow") applies always,
+        always_on = f.id in rules and not f.content.applies_to()   # unless it names the paths it governs
         files[f".cursor/rules/{names[f.id]}.mdc"] = _mdc(
             f"{f.title} ({f.kind}; {cite(f)})", [] if always_on else _globs(f), always_on, item(f, 1))
     return files

@@ -63,6 +63,8 @@ def load_golden(path: str | Path) -> list[dict[str, Any]]:
     if not isinstance(queries, list) or not queries:
         raise UserError(f"{path}: expected a 'queries' list")
     for i, q in enumerate(queries):
+        if isinstance(q, dict) and "paths" in q:
+            continue   # a question about paths (context for the work at hand): load_path_golden's
         if not isinstance(q, dict) or not {"query", "principal", "relevant"} <= set(q):
             raise UserError(f"{path}: queries.{i}: needs query, principal and relevant")
         if not isinstance(q["relevant"], list):
@@ -70,7 +72,51 @@ def load_golden(path: str | Path) -> list[dict[str, Any]]:
         if q.get("type") == "negative" and q["relevant"]:
             raise UserError(f"{path}: queries.{i}: a negative query has no relevant fragments (relevant: [])")
         golden_rules.validate(q, f"{path}: queries.{i}")
-    return queries
+    return [q for q in queries if "paths" not in q]
+
+
+def load_path_golden(path: str | Path) -> list[dict[str, Any]]:
+    """The golden entries that carry ``paths:`` (repository paths the work touches; a ``query`` is
+    optional), each with ``principal`` and a non-empty ``relevant``: evaluated by ``context
+    --paths`` and reported apart (``paths`` in the eval report)."""
+    from ..rank.paths import normalise_paths
+    from ..safeyaml import load as safe_load
+
+    try:
+        data = safe_load(Path(path).read_text(encoding="utf-8"), file=str(path), max_bytes=16 * 1024 ** 2,
+                         max_nodes=200_000)
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"cannot read {path}: {e}") from e
+    out = []
+    for i, q in enumerate(data.get("queries") or [] if isinstance(data, dict) else []):
+        if not isinstance(q, dict) or "paths" not in q:
+            continue
+        where = f"{path}: queries.{i}"
+        if not isinstance(q["paths"], list) or not q["paths"]:
+            raise UserError(f"{where}: paths must be a non-empty list of repository paths")
+        if not isinstance(q.get("relevant"), list) or not q["relevant"] or "principal" not in q:
+            raise UserError(f"{where}: a paths entry needs principal and a non-empty relevant list")
+        if "query" in q and not (isinstance(q["query"], str) and q["query"].strip()):
+            raise UserError(f"{where}: query must be text when given")
+        try:
+            normalise_paths(q["paths"])
+        except UserError as e:
+            raise UserError(f"{where}: {e.message}") from e
+        out.append(q)
+    return out
+
+
+def path_metrics(runs: list[tuple[list[str], dict[str, float]]]) -> dict[str, Any]:
+    """recall@5, recall@10, MRR@10 and the share of entries with a relevant fragment in the top 5."""
+    from ..rank.metrics import mrr_at, recall_at
+
+    n = len(runs)
+    if not n:
+        return {"queries": 0}
+    return {"recall@5": round(sum(recall_at(r, j, 5) for r, j in runs) / n, 4),
+            "recall@10": round(sum(recall_at(r, j, 10) for r, j in runs) / n, 4),
+            "mrr@10": round(sum(mrr_at(r, j, 10) for r, j in runs) / n, 4),
+            "hit@5": round(sum(bool(set(r[:5]) & set(j)) for r, j in runs) / n, 4), "queries": n}
 
 
 def is_negative(q: dict[str, Any]) -> bool:

@@ -33,8 +33,34 @@ class Evaluation(Feature):
 
     def eval_golden(self, path: str, *, pipelines: list[str] | None = None, compare: tuple[str, str] | None = None,
                     now: datetime | None = None) -> dict[str, Any]:
+        from ..retrieval import evaluate
+
         queries, out = self.run_golden(path, _pipelines(pipelines, compare), now=now)
-        return _finish(out, compare, {q.get("id", str(i)): q["query"] for i, q in enumerate(queries)})
+        report = _finish(out, compare, {q.get("id", str(i)): q["query"] for i, q in enumerate(queries)})
+        entries = evaluate.load_path_golden(path)
+        if entries:
+            report["paths"] = self.rank_path_golden(entries, now=now)
+        return report
+
+    def rank_path_golden(self, entries: list[dict[str, Any]], *, now: datetime | None = None) -> dict[str, Any]:
+        """Recall of golden ``paths:`` entries: each ranked as ``context --paths`` selects for its principal
+        (with its query when it has one; before the budget, pins aside), with the hybrid pipeline."""
+        from ..rank.paths import normalise_paths
+        from ..retrieval import evaluate
+
+        now = now or utcnow()
+        settings = self.retrieval.settings(k=evaluate.CONTEXT_K)
+        runs, rankings = [], {}
+        for i, q in enumerate(entries):
+            who = self.principal(q["principal"])
+            _, hits, avoid, _, _ = self.retrieval.work_select(
+                q.get("query"), normalise_paths(q["paths"]), who, settings, within=None, now=now,
+                floor=self.retrieval.confidence_floor() if q.get("query") else None, with_pins=False)
+            ranked = [h.id for h in sorted([*hits, *avoid], key=lambda h: -h.score)]
+            rankings[q.get("id", str(i))] = ranked
+            runs.append((ranked, {fid: 1.0 for fid in q["relevant"]}))
+        return {**evaluate.path_metrics(runs), "with_query": sum(1 for q in entries if q.get("query")),
+                "path_weight": self.retrieval.path_weight()}
 
     def run_golden(self, path: str | Path, pipelines: list[str], *, now: datetime | None = None
                    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:

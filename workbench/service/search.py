@@ -217,22 +217,20 @@ class Retrieval(Feature):
                              composed.omitted, note, min_confidence=floor, abstained=abstained,
                              notice=composed.notice)
 
-    def _work_context(self, query: str | None, work: list[str], *, principal, budget: int, scope, pipeline: str,
-                      k: int, min_score, reranker, now, allow_secret: bool, kind, tag, owner, updated_since,
-                      dense_weight, min_confidence, repo: str | None, path_weight: float | None) -> ContextResult:
-        """``context`` for the work at hand (see there): the query's selection, if any, merged with
-        the fragments linked to ``work``, composed within the budget and traced with the paths."""
+    @staticmethod
+    def path_weight() -> float:
+        from ..rank.paths import PATH_WEIGHT
+
+        return PATH_WEIGHT
+
+    def work_select(self, query: str | None, work: list[str], who: Principal, settings: Settings, *,
+                    within: Scope | None, now: datetime, allow_secret: bool = False, floor: float | None = None,
+                    repo: str | None = None, path_weight: float | None = None, with_pins: bool = True):
+        """(pins, hits, avoid, links, weight): what context for the work at hand selects before the
+        budget (evaluation ranks golden ``paths:`` entries with it, pins aside)."""
         from ..rank.paths import PATH_WEIGHT, check_weight
 
         weight = PATH_WEIGHT if path_weight is None else check_weight(path_weight)
-        if query is not None and not (isinstance(query, str) and query.strip()):
-            query = None     # paths alone are the question
-        who = self.principal(principal)
-        within = Scope.coerce(scope)
-        floor = self.confidence_floor(min_confidence) if query else None
-        settings = self.settings(pipeline=pipeline, k=k, min_score=min_score, reranker=reranker,
-                                 dense_weight=dense_weight, filters=self._filters(kind, tag, owner, updated_since))
-        now = now or utcnow()
         withheld = set() if allow_secret else self.store.secret_flagged()
         owners = workpaths.code_owners(work, repo, self.config)
         if query:
@@ -245,10 +243,28 @@ class Retrieval(Feature):
                 weight, lambda i: confidences(index, ranking, [i], model)[i])
         else:
             index = self.search_index()
-            pinned = [p for p in self.applicable_pins(who, within, now) if p not in withheld]
+            pinned = [p for p in self.applicable_pins(who, within, now) if p not in withheld] if with_pins else []
             pins = workpaths.pin_hits(index, pinned, who, within)
             hits, avoid, links = workpaths.ranked_for_work(self, index, work, who, within, settings, None, [], [],
                                                            withheld, owners, weight, lambda i: None)
+        return pins, hits, avoid, links, weight
+
+    def _work_context(self, query: str | None, work: list[str], *, principal, budget: int, scope, pipeline: str,
+                      k: int, min_score, reranker, now, allow_secret: bool, kind, tag, owner, updated_since,
+                      dense_weight, min_confidence, repo: str | None, path_weight: float | None) -> ContextResult:
+        """``context`` for the work at hand (see there): the query's selection, if any, merged with
+        the fragments linked to ``work``, composed within the budget and traced with the paths."""
+        if query is not None and not (isinstance(query, str) and query.strip()):
+            query = None     # paths alone are the question
+        who = self.principal(principal)
+        within = Scope.coerce(scope)
+        floor = self.confidence_floor(min_confidence) if query else None
+        settings = self.settings(pipeline=pipeline, k=k, min_score=min_score, reranker=reranker,
+                                 dense_weight=dense_weight, filters=self._filters(kind, tag, owner, updated_since))
+        now = now or utcnow()
+        pins, hits, avoid, links, weight = self.work_select(query, work, who, settings, within=within, now=now,
+                                                           allow_secret=allow_secret, floor=floor, repo=repo,
+                                                           path_weight=path_weight)
         composed = compose(pins, hits, avoid, budget=budget, query=query or " ".join(work),
                            count=self.ws.index.tokens.count, count_many=self.ws.index.tokens.count_many)
         served = ([_served(i.hit, "fragments", i.text, i.tokens) for i in composed.fragments]
