@@ -88,7 +88,7 @@ def load_path_golden(path: str | Path) -> list[dict[str, Any]]:
     except (OSError, UnicodeDecodeError) as e:
         raise UserError(f"cannot read {path}: {e}") from e
     out = []
-    for i, q in enumerate(data.get("queries") or [] if isinstance(data, dict) else []):
+    for i, q in enumerate((data.get("queries") or []) if isinstance(data, dict) else []):
         if not isinstance(q, dict) or "paths" not in q:
             continue
         where = f"{path}: queries.{i}"
