@@ -137,7 +137,8 @@ def test_no_body_heading_sits_at_or_above_its_item_in_any_format(bench, tmp_path
             assert [lv for lv, _ in heads].count(1) == 1 and heads[0][0] == 1, path.name
             globs = path.read_text().split("\n")[2]
             if "heading-traps" not in path.name and globs != "globs:":  # what Cursor reads: a plain string
-                assert re.fullmatch(r"globs: [\w./*-]+(?:, [\w./*-]+)*", globs), globs
+                # a value starting with '*' (an applies_to glob like **/x/**) is quoted by the YAML emitter
+                assert re.fullmatch(r"globs: ('?)[\w./*-]+(?:, [\w./*-]+)*\1", globs), globs
     for path in sorted((tmp_path / "llms-txt" / "fragments").glob("*.md")):
         heads = outline(path.read_text())
         assert heads[0][0] == 1 and [lv for lv, _ in heads].count(1) == 1, path.name
@@ -536,7 +537,7 @@ def test_what_agents_md_lists_under_always_follow_is_always_applied_in_cursor_ru
     agents = (tmp_path / "md" / "AGENTS.md").read_text(encoding="utf-8")
     always = set(re.findall(r"^- Always follow “.*” \(\w+, `([^`@]+)@v\d+`\)\.$", agents, re.MULTILINE))
     assert len(always) >= 3, agents[:2000]
-    applied, attached = set(), set()
+    applied, attached, declared = set(), set(), set()
     for path in (tmp_path / "cursor" / ".cursor" / "rules").glob("*.mdc"):
         post = frontmatter.load(path)
         assert isinstance(post["alwaysApply"], bool), path.name
@@ -544,5 +545,8 @@ def test_what_agents_md_lists_under_always_follow_is_always_applied_in_cursor_ru
         (applied if post["alwaysApply"] else attached).update(ids)
         if not post["alwaysApply"]:    # attached by its globs, or requested by its description
             assert post["description"]
-    assert always <= applied, sorted(always - applied)
-    assert not always & attached
+        with Workbench.open(sample_workspace) as wb:   # a rule naming the paths it governs: attached by them
+            declared |= {i for i in ids if len(ids) == 1 and wb.get(i).content.applies_to()}
+    assert declared and declared <= attached
+    assert always - declared <= applied, sorted(always - declared - applied)
+    assert not (always - declared) & attached

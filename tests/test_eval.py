@@ -100,7 +100,7 @@ def test_cli_eval_golden_json_contract(sample_workspace, cli):
             workspace=sample_workspace)
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
-    assert set(data) == {"bm25", "hybrid"} and METRICS <= set(data["hybrid"])
+    assert set(data) == {"bm25", "hybrid", "paths"} and METRICS <= set(data["hybrid"])   # paths: golden paths: entries
     r = cli("eval", "--golden", str(SAMPLE / "golden.yaml"), "--pipeline", "nope", workspace=sample_workspace)
     assert r.returncode == 2 and "unknown pipeline 'nope'" in r.stderr
 

@@ -94,16 +94,15 @@ class Settings:
 
 @dataclass(frozen=True)
 class Hit:
-    """One ranked fragment with its score breakdown."""
+    """One ranked fragment with its score breakdown (``reason``: why context for the work at hand chose it)."""
 
     fragment: Fragment
     score: float
     scores: dict[str, Any]
     rank: int
     confidence: float | None = 0.0               # None: not calibrated (a lexical preview, see hits_from)
-    superseded_by: tuple | None = None   # (id, version) of the superseder the caller sees; (id, version,
-    #                                      "archived") when it is archived (what it replaced stays replaced)
-    reason: str | None = None            # why context for the work at hand chose it (rank/paths.py)
+    superseded_by: tuple | None = None   # (id, version[, "archived"]) of the superseder the caller sees
+    reason: str | None = None
 
     @property
     def id(self) -> str:
@@ -118,8 +117,7 @@ class Hit:
                 "scores": {k: (round(v, 6) if isinstance(v, float) else v) for k, v in self.scores.items()},
                 "scope": f.scope.to_dict(), "owner": f.owner, "source": source_of(f),
                 "updated_at": data["updated_at"], "text": f.body,
-                "superseded_by": superseded_dict(self.superseded_by),
-                **({"reason": self.reason} if self.reason else {})}
+                "superseded_by": superseded_dict(self.superseded_by), **({"reason": self.reason} if self.reason else {})}
 
     def superseded_label(self) -> str | None:
         """"superseded by ID@vN" ("... (archived)" when the superseder is archived), or None."""
