@@ -101,8 +101,8 @@ class Hit:
     scores: dict[str, Any]
     rank: int
     confidence: float | None = 0.0               # None: not calibrated (a lexical preview, see hits_from)
-    superseded_by: tuple | None = None   # (id, version) of the superseder the caller sees; (id, version,
-    #                                      "archived") when it is archived (what it replaced stays replaced)
+    superseded_by: tuple | None = None   # (id, version) of the superseder the caller sees (+ "archived")
+    via: str | None = None               # ORG/CONTEXT: received through a subscription (service/receipts.py)
 
     @property
     def id(self) -> str:
@@ -117,7 +117,7 @@ class Hit:
                 "scores": {k: (round(v, 6) if isinstance(v, float) else v) for k, v in self.scores.items()},
                 "scope": f.scope.to_dict(), "owner": f.owner, "source": source_of(f),
                 "updated_at": data["updated_at"], "text": f.body,
-                "superseded_by": superseded_dict(self.superseded_by)}
+                "superseded_by": superseded_dict(self.superseded_by), **({"via": self.via} if self.via else {})}
 
     def superseded_label(self) -> str | None:
         """"superseded by ID@vN" ("... (archived)" when the superseder is archived), or None."""

@@ -1,0 +1,172 @@
+"""Published contexts and subscriptions (issue 30), on both store backends.
+
+A small workspace: Northwind's platform team (dan.kowalski) publishes the set ``platform``
+(org=northwind,repo=platform-infra) as ``northwind/platform``; tomas.silva subscribes
+org=tidewater,persona=sre. Exactly the members of that scope (and Northwind's own members) see the
+published fragments, on every face, with ``via``; nothing else of Northwind crosses.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import write_fragment
+
+from workbench import Workbench
+from workbench.errors import NotFound, PermissionDenied
+
+CTX = "northwind/platform"
+SRE = "org=tidewater,persona=sre"
+DEPLOY, ONCALL, PAYMENTS, SECURITY, SESSION = ("nw-deploy-rollback", "nw-oncall-paging", "nw-payments-retry",
+                                               "nw-security-keys", "nw-session-notes")
+RECEIVERS = {"tomas.silva", "agent.tw-ops", "lena.fischer"}   # members of org=tidewater,persona=sre, not of northwind
+
+
+@pytest.fixture
+def pub(tmp_path, backend_config):
+    frag = tmp_path / "frags"
+    write_fragment(frag, DEPLOY, kind="runbook", title="Rolling back a bad deploy", repo="platform-infra",
+                   owner="dan.kowalski", body="Roll back a bad deploy with argo rollouts undo; zeppelin marker.")
+    write_fragment(frag, ONCALL, kind="runbook", title="On-call paging", repo=None, persona="sre",
+                   owner="dan.kowalski", body="Page the on-call zeppelin engineer after five minutes.")
+    write_fragment(frag, PAYMENTS, kind="policy", title="Payments retries", repo="payments-api",
+                   owner="marco.bianchi", body="Retry PSP calls with backoff; zeppelin idempotency.")
+    write_fragment(frag, SECURITY, kind="policy", title="Security keys", repo=None, persona="security",
+                   owner="omar.haddad", body="Rotate zeppelin keys every ninety days.")
+    write_fragment(frag, "tw-dispatch", kind="note", title="Dispatch note", org="tidewater", repo="dispatch",
+                   owner="raj.patel", body="Dispatch zeppelin queue notes.")
+    root = tmp_path / "ws"
+    with Workbench.init(root, config=backend_config) as wb:
+        assert not wb.ingest([frag], actor="kb.sync").errors
+        wb.set_create("platform", scope="org=northwind,repo=platform-infra", actor="dan.kowalski")
+        wb.publish("platform", actor="dan.kowalski")
+        wb.subscribe(CTX, scope=SRE, actor="tomas.silva")
+        yield wb
+
+
+def _search(wb, who, query="zeppelin"):
+    result = wb.search(query, principal=who, pipeline="bm25", calibrate=False, k=20)
+    return {h.id: h.via for h in result.hits + result.avoid}
+
+
+def test_a_published_fragment_reaches_exactly_the_subscribing_scope(pub):
+    published = {m["id"] for m in pub.published_context(CTX, principal="dan.kowalski")["fragments"]}
+    assert published == {DEPLOY, ONCALL}   # in the set's scope, as its owner sees it (not security, not payments)
+    for who in pub.principals():
+        hits = _search(pub, who.name)
+        member = who.can_see(pub.get(DEPLOY, principal="kb.sync").scope)
+        receives = who.name in RECEIVERS
+        assert (DEPLOY in hits) == (member or receives), who.name
+        assert hits.get(DEPLOY) == (CTX if receives and not member else None), who.name
+        if "northwind" not in who.orgs:   # nothing else of Northwind crosses
+            assert not {PAYMENTS, SECURITY} & set(hits), who.name
+
+
+def test_every_face_carries_via(pub, tmp_path):
+    from workbench.mcp.server import _fetch
+
+    got = pub.get(DEPLOY, principal="tomas.silva")
+    assert got.owner == "dan.kowalski" and got.id == DEPLOY   # the publisher's fragment, not a copy
+    assert pub.received_via(DEPLOY, principal="tomas.silva") == CTX
+    assert pub.received_via(DEPLOY, principal="dan.kowalski") is None
+    ctx = pub.context("zeppelin", principal="tomas.silva", pipeline="bm25", min_confidence=0.0)
+    assert f"(source: {DEPLOY}@v1 via {CTX})" in ctx.text()
+    assert {i["id"]: i.get("via") for i in ctx.to_dict()["fragments"]}[DEPLOY] == CTX
+    trace = pub.trace(ctx.trace_id, principal="tomas.silva")
+    assert {i["id"]: i.get("via") for i in trace["served"]}[DEPLOY] == CTX
+    assert _fetch(pub, DEPLOY, pub.principal("tomas.silva"))["via"] == CTX
+    files, _ = pub.render_agents("agents-md", scope=SRE, principal="tomas.silva")
+    text = "".join(files.values())
+    assert f"{DEPLOY}@v1 via {CTX}" in text and PAYMENTS not in text
+    assert DEPLOY in {f.id for f in pub.list(principal="tomas.silva")}
+    with pytest.raises(NotFound):
+        pub.get(DEPLOY, principal="raj.patel")   # tidewater, outside the subscribing scope
+    with pytest.raises(NotFound):
+        pub.get(PAYMENTS, principal="tomas.silva")
+
+
+def test_removing_from_the_set_stops_it_at_once(pub):
+    pub.set_change("platform", DEPLOY, include=False, actor="dan.kowalski")
+    with pytest.raises(NotFound):
+        pub.get(DEPLOY, principal="tomas.silva")
+    assert DEPLOY not in _search(pub, "tomas.silva")
+    assert ONCALL in _search(pub, "tomas.silva")
+    log = pub.published_context(CTX, principal="dan.kowalski")["changelog"]
+    assert [c["version"] for c in log] == [1, 2] and log[1]["removed"] == [DEPLOY] and log[1]["reason"] == "set-remove"
+
+
+def test_archive_and_a_narrower_scope_stop_it(pub):
+    from dataclasses import replace
+
+    from workbench.ingest.files import render_fragment
+    from workbench.models import Scope
+
+    pub.archive(DEPLOY, actor="dan.kowalski", reason="old")
+    assert DEPLOY not in _search(pub, "tomas.silva")
+    pub.restore(DEPLOY, actor="dan.kowalski", reason="back")
+    assert _search(pub, "tomas.silva").get(DEPLOY) == CTX
+    current = pub.get(ONCALL, principal="dan.kowalski")
+    narrower = replace(current, content=replace(current.content, scope=Scope.parse(
+        "org=northwind,repo=platform-infra,persona=sre")))
+    pub.edit(ONCALL, render_fragment(narrower), actor="dan.kowalski", reason="narrower", base=current.version)
+    assert ONCALL not in _search(pub, "tomas.silva")
+
+
+def test_pinned_subscriptions_stay_until_moved(pub):
+    pub.subscribe(CTX, scope="org=tidewater,repo=dispatch", actor="raj.patel", pinned=True)
+    first = pub.get(DEPLOY, principal="raj.patel")
+    pub.edit(DEPLOY, "Roll back with the new zeppelin procedure.", actor="dan.kowalski", reason="new", base=first.version)
+    assert pub.get(DEPLOY, principal="raj.patel").version == 1          # pinned: the recorded version
+    assert "argo rollouts undo" in pub.get(DEPLOY, principal="raj.patel").body
+    assert pub.get(DEPLOY, principal="tomas.silva").version == 2        # latest follows
+    assert [v.number for v in pub.history(DEPLOY, principal="raj.patel")] == [1]   # no other version's history
+    with pytest.raises(NotFound):
+        pub.get(DEPLOY, version=2, principal="raj.patel")
+    pub.publish("platform", actor="dan.kowalski")   # version 2 records the new fragment version
+    moved = pub.move_subscription(CTX, scope="org=tidewater,repo=dispatch", actor="raj.patel")
+    assert moved["diff"]["changed"] == [{"id": DEPLOY, "from": 1, "to": 2}] and moved["to"] == 2
+    assert pub.get(DEPLOY, principal="raj.patel").version == 2
+
+
+def test_either_side_ends_it(pub):
+    pub.unsubscribe(CTX, scope=SRE, actor="tomas.silva")
+    assert DEPLOY not in _search(pub, "tomas.silva")
+    pub.subscribe(CTX, scope=SRE, actor="tomas.silva")
+    assert DEPLOY in _search(pub, "tomas.silva")
+    pub.unpublish(CTX, actor="dan.kowalski")
+    assert DEPLOY not in _search(pub, "tomas.silva")
+    with pytest.raises(NotFound):
+        pub.subscribe(CTX, scope=SRE, actor="tomas.silva")
+
+
+def test_who_may_publish_subscribe_and_write(pub):
+    with pytest.raises(PermissionDenied):
+        pub.subscribe(CTX, scope="org=tidewater", actor="agent.tw-ops")    # agents never
+    with pytest.raises(PermissionDenied):
+        pub.subscribe(CTX, scope="org=tidewater", actor="raj.patel")       # not a lead of it
+    with pytest.raises(PermissionDenied):
+        pub.publish("platform", actor="grace.kim")                          # sees it, neither owner nor lead
+    with pytest.raises(NotFound):
+        pub.publish("platform", actor="hannah.lee")                         # a set it cannot see
+    current = pub.get(DEPLOY, principal="tomas.silva")
+    for write in (lambda: pub.edit(DEPLOY, "mine now", actor="tomas.silva", reason="x", base=current.version),
+                  lambda: pub.archive(DEPLOY, actor="tomas.silva", reason="x"),
+                  lambda: pub.pin(DEPLOY, scope="org=northwind", actor="tomas.silva")):
+        with pytest.raises((PermissionDenied, NotFound)):
+            write()
+    assert pub.get(DEPLOY, principal="dan.kowalski").version == 1
+    pub.pin(DEPLOY, scope=SRE, actor="tomas.silva")    # a lead of the subscribing scope pins it there
+    assert DEPLOY in pub.applicable_pins(pub.principal("agent.tw-ops"), None, __import__("datetime").datetime.now())
+
+
+def test_the_publisher_sees_subscribers_and_counts_only(pub):
+    pub.search("zeppelin", principal="tomas.silva", pipeline="bm25", calibrate=False)
+    pub.search("zeppelin", principal="dan.kowalski", pipeline="bm25", calibrate=False)
+    [mine] = pub.published(principal="dan.kowalski")
+    assert [s["scope"] for s in mine["subscribers"]] == [SRE]
+    assert mine["usage"][DEPLOY] == 1     # tomas's call only: the publisher's own calls are not counted
+    assert pub.published(principal="raj.patel") == []
+    seen = pub.subscriptions(principal="agent.tw-ops")
+    assert [s["context"] for s in seen["subscriptions"]] == [CTX]
+    assert set(seen["subscriptions"][0]["receives"]) == {DEPLOY, ONCALL}
+    assert "fragments" not in pub.published_context(CTX, principal="raj.patel")   # discoverable, not its members
