@@ -170,3 +170,14 @@ def test_the_publisher_sees_subscribers_and_counts_only(pub):
     assert [s["context"] for s in seen["subscriptions"]] == [CTX]
     assert set(seen["subscriptions"][0]["receives"]) == {DEPLOY, ONCALL}
     assert "fragments" not in pub.published_context(CTX, principal="raj.patel")   # discoverable, not its members
+
+
+def test_a_subscriber_gets_no_usage_or_curation_work_of_the_publisher(pub):
+    pub.search("zeppelin", principal="dan.kowalski", pipeline="bm25", calibrate=False)
+    served = {u.fragment.id for u in pub.usage(principal="tomas.silva").served}
+    never = {u.fragment.id for u in pub.usage(principal="tomas.silva").never_served}
+    assert not {DEPLOY, ONCALL} & (served | never)
+    with pytest.raises(NotFound):
+        pub.fragment_usage(DEPLOY, principal="tomas.silva")
+    stale = pub.stale(principal="tomas.silva", days=1, now=__import__("datetime").datetime(2100, 1, 1))
+    assert stale and not {DEPLOY, ONCALL} & {s.fragment.id for s in stale}   # its own stale knowledge only
