@@ -219,3 +219,16 @@ def test_the_sample_context_reaches_exactly_tidewaters_sres_on_every_face(sample
     assert removed.returncode == 0
     gone = cli("show", rollback, "--as", "agent.tw-ops", workspace=sample_workspace)
     assert gone.returncode == 2 and "unknown fragment" in gone.stderr   # at once
+
+
+def test_the_publishers_pins_travel_only_when_it_says_so(pub):
+    from datetime import datetime
+
+    pub.pin(DEPLOY, scope="org=northwind,repo=platform-infra", actor="dan.kowalski")
+    pub.publish("platform", actor="dan.kowalski")     # the pin is recorded, but does not travel
+    assert DEPLOY not in pub.applicable_pins(pub.principal("tomas.silva"), None, datetime.now())
+    pub.publish("platform", actor="dan.kowalski", with_pins=True)
+    assert DEPLOY in pub.applicable_pins(pub.principal("tomas.silva"), None, datetime.now())
+    assert DEPLOY not in pub.applicable_pins(pub.principal("raj.patel"), None, datetime.now())
+    ctx = pub.context("paging", principal="agent.tw-ops", pipeline="bm25", min_confidence=0.0)
+    assert ctx.fragments[0].hit.id == DEPLOY and ctx.fragments[0].hit.via == CTX   # pins first
