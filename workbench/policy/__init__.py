@@ -63,6 +63,10 @@ a review, which records its decision and its reviewer; a rejected proposal no lo
 
 A target the actor may not see is refused exactly like one that does not exist
 (``Decision.hidden``), whatever the actor's kind, so no message tells the two apart. Pure: no I/O.
+
+The package: this module (fragments, the rules table, the kinds), ``sets`` (sets, publishing,
+subscribing), ``receiving`` (who receives a published fragment), ``admin`` (tokens, traces,
+workspace-wide figures) and ``decide`` (the decisions they return); every public name is here.
 """
 
 from __future__ import annotations
@@ -73,16 +77,8 @@ from ..models import PRINCIPAL_KINDS, PROPOSAL_STATUSES, Content, Decision, Frag
 from . import receiving
 from .admin import (may_calibrate, may_create_token, may_manage_token, may_purge_traces, sees_workspace_totals,
                     taken_message)
-
-ALLOW = Decision(True)
-
-
-def _unknown(what: str, ident: str, action: str) -> Decision:
-    return Decision(False, f"unknown {what} {ident!r}", hidden=True, action=action)
-
-
-def _deny(message: str, action: str) -> Decision:
-    return Decision(False, message, action=action)
+from .decide import ALLOW, _deny, _lead_of, _unknown
+from .sets import _change_set, _create_set, _publish, _read_set, _set_scope, _subscribe
 
 
 def sees(actor: Principal, fragment: Fragment | Content) -> bool:
@@ -199,13 +195,6 @@ def _owner_only(action: str) -> Callable[..., Decision]:
     return rule
 
 
-def _lead_of(actor: Principal, scope: Scope, action: str) -> Decision:
-    if actor.leads(scope):
-        return ALLOW
-    led = ", ".join(str(s) for s in actor.lead_of) or "no scope"
-    return _deny(f"{actor.name} is not a tech lead of {scope} (leads: {led})", action)
-
-
 def _pin(actor: Principal, fragment: Fragment, *, scope: Scope, **_: Any) -> Decision:
     if not sees(actor, fragment):  # first: say nothing about fragments outside the lead's scope
         return _unknown("fragment", fragment.id, "pin")
@@ -299,45 +288,6 @@ def _read_activity(action: str) -> Callable[..., Decision]:
                     return ALLOW
         return _unknown("trace", str(trace.get("id")), action)
     return rule
-
-
-def _set_scope(found: Mapping[str, Any]) -> Scope:
-    scope = found["scope"]
-    return Scope.coerce(scope)
-
-
-def _read_set(actor: Principal, found: Mapping[str, Any], **_: Any) -> Decision:
-    if actor.name == found["owner"] or actor.can_see(_set_scope(found)):
-        return ALLOW
-    return _unknown("set", str(found["name"]), "read-set")
-
-
-def _change_set(actor: Principal, found: Mapping[str, Any], **_: Any) -> Decision:
-    seen = _read_set(actor, found)
-    if not seen:
-        return seen
-    if actor.name == found["owner"] or actor.leads(_set_scope(found)):
-        return ALLOW
-    return _deny(f"only the owner of set {found['name']!r} ({found['owner']}) or a lead of its scope may change it",
-                 "change-set")
-
-
-def _create_set(actor: Principal, scope: Scope, **_: Any) -> Decision:
-    return ALLOW if actor.can_see(scope) else _deny(f"{actor.name} may not define a set in {scope}", "create-set")
-
-
-def _publish(actor: Principal, found: Mapping[str, Any], **_: Any) -> Decision:
-    """Publish a set (``found``), or end a context published from one (its publisher counts as owner)."""
-    if actor.name == found["owner"] or actor.leads(_set_scope(found)):
-        return ALLOW
-    if not actor.can_see(_set_scope(found)) and "context" not in found:
-        return _unknown("set", str(found["name"]), "publish")
-    return _deny(f"only the owner of {found['name']!r} ({found['owner']}) or a lead of {found['scope']} may publish "
-                 "it or end its publication", "publish")
-
-
-def _subscribe(actor: Principal, scope: Scope, **_: Any) -> Decision:
-    return _lead_of(actor, scope, "subscribe")
 
 
 MIN_NUDGE_COOLDOWN_DAYS = 1  # sooner re-sends every nudge: an admin's or the local administrator's call

@@ -7,12 +7,7 @@ workspace as a whole rather than about a fragment, a scope or a set. Pure: no I/
 from __future__ import annotations
 
 from ..models import Decision, Principal
-
-ALLOW = Decision(True)
-
-
-def _deny(message: str, action: str) -> Decision:
-    return Decision(False, message, action=action)
+from .decide import ALLOW, _deny
 
 
 def may_manage_token(actor: Principal | None, owner: str) -> bool:
