@@ -115,7 +115,8 @@ def test_archive_and_a_narrower_scope_stop_it(pub):
 def test_pinned_subscriptions_stay_until_moved(pub):
     pub.subscribe(CTX, scope="org=tidewater,repo=dispatch", actor="raj.patel", pinned=True)
     first = pub.get(DEPLOY, principal="raj.patel")
-    pub.edit(DEPLOY, "Roll back with the new zeppelin procedure.", actor="dan.kowalski", reason="new", base=first.version)
+    pub.edit(DEPLOY, "Roll back with the new zeppelin procedure.", actor="dan.kowalski", reason="new",
+             base=first.version)
     assert pub.get(DEPLOY, principal="raj.patel").version == 1          # pinned: the recorded version
     assert "argo rollouts undo" in pub.get(DEPLOY, principal="raj.patel").body
     assert pub.get(DEPLOY, principal="tomas.silva").version == 2        # latest follows

@@ -17,9 +17,10 @@ def _print_context(data: dict) -> None:
         print(table(["id", "version", "pinned", "title"], ([f["id"], str(f["version"]), "yes" if f["pinned"] else "",
                                                             f["title"] or ""] for f in data["fragments"])))
     for c in data.get("changelog", []):
-        parts = [f"+{', +'.join(c['added'])}" if c["added"] else "", f"-{', -'.join(c['removed'])}" if c["removed"] else "",
+        parts = [", ".join(f"+{i}" for i in c["added"]), ", ".join(f"-{i}" for i in c["removed"]),
                  ", ".join(f"{x['id']} v{x['from']}→v{x['to']}" for x in c["changed"])]
-        print(f"  v{c['version']} {c['at']} {c['by']} ({c['reason']}): {'; '.join(p for p in parts if p) or 'no change'}")
+        change = "; ".join(p for p in parts if p) or "no change"
+        print(f"  v{c['version']} {c['at']} {c['by']} ({c['reason']}): {change}")
     if "subscribers" in data:
         live = [s["scope"] + (f" (pinned v{s['version']})" if s["version"] else "") for s in data["subscribers"]
                 if not s["ended_at"]]

@@ -172,7 +172,8 @@ def _received(action: str, fragment: Fragment) -> Decision:
 def _reassign(actor: Principal, fragment: Fragment, *, scope: Scope, owner: Principal | None, **_: Any
               ) -> Decision:
     if not member_sees(actor, fragment):
-        return _received("reassign", fragment) if sees(actor, fragment) else _unknown("fragment", fragment.id, "reassign")
+        hidden = not sees(actor, fragment)
+        return _unknown("fragment", fragment.id, "reassign") if hidden else _received("reassign", fragment)
     if actor.name != fragment.owner and not actor.leads(fragment.scope):
         return _deny(f"only the owner of {fragment.id} ({fragment.owner}) or a lead of {fragment.scope} may change "
                      "its owner or scope", "reassign")
@@ -323,7 +324,8 @@ KIND_RULES: dict[str, tuple[str, str, str]] = {   # action: (person, agent, serv
                     (YES, YES, YES)),
     **dict.fromkeys(("create", "edit", "reassign", "archive", "restore", "revert", "merge", "relink", "verify",
                      "snooze", "create-set", "change-set"), (YES, GRANTED, GRANTED)),
-    **dict.fromkeys(("pin", "unpin", "nudge", "publish", "unpublish", "subscribe", "unsubscribe"), (YES, NEVER, GRANTED)),
+    **dict.fromkeys(("pin", "unpin", "nudge", "publish", "unpublish", "subscribe", "unsubscribe"),
+                    (YES, NEVER, GRANTED)),
     "review": (YES, NEVER, NEVER),
 }
 WRITE_ACTIONS = tuple(a for a, kinds in KIND_RULES.items() if kinds != (YES, YES, YES))

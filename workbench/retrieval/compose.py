@@ -61,8 +61,8 @@ class ContextItem:
             data["partial"] = True
             data["sections"] = list(self.sections)
         return {k: data[k] for k in ("id", "version", "title", "kind", "score", "confidence", "scores", "tokens",
-                                     "source", "updated_at", "text", "scope", "owner", "superseded_by", "via", "partial",
-                                     "sections") if k in data}
+                                     "source", "updated_at", "text", "scope", "owner", "superseded_by", "via",
+                                     "partial", "sections") if k in data}
 
 
 @dataclass

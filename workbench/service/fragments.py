@@ -72,7 +72,8 @@ class Fragments(Feature):
                                                       row_status)
                 seen += 1
                 received = who.received and any(  # received through a subscription (sees decides again below)
-                    policy.receiving.holds_at(r, Scope(org, repo, persona, session), row_status) for r in who.receipts(fid))
+                    policy.receiving.holds_at(r, Scope(org, repo, persona, session), row_status)
+                    for r in who.receipts(fid))
                 if (verdict[key] or received) and fid not in withheld:
                     first, last = (first or seen), seen
                     ids.append(fid)
