@@ -79,6 +79,18 @@ def _build_sample(root: Path) -> None:
         assert not report.errors, report.errors
         bench.warm()  # embeddings, authority and the FTS index, once per test run
         bench.impact.warm()  # the golden queries' vectors, which every edit's impact ranks with
+    apply_contexts(root)
+
+
+def apply_contexts(root: Path) -> None:
+    """The sample's published context: the command lines of sample_corpus/contexts.txt (the Makefile
+    runs the same lines for `make workspace`)."""
+    import shlex
+
+    for line in (SAMPLE / "contexts.txt").read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            done = run_cli(*shlex.split(line), workspace=root)
+            assert done.returncode == 0, (line, done.stderr)
 
 
 @pytest.fixture(scope="session")

@@ -67,7 +67,7 @@ def test_an_untouched_copy_keeps_every_contract(tmp_path):
     ("service/facade.py", "import textual", {"textual-only-in-tui"}),
     ("service/facade.py", "import mcp", {"mcp-only-in-mcp"}),
     ("rank/fusion.py", "import torch", {"rank-is-pure"}),
-    ("policy.py", "import git", {"policy-is-pure"}),
+    ("policy/__init__.py", "import git", {"policy-is-pure"}),
 ])
 def test_a_forbidden_import_breaks_its_contract(tmp_path, module, line, broken):
     root = _scratch(tmp_path)

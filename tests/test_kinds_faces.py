@@ -6,6 +6,7 @@ The kinds' table (README, "What agents may do"), written here independently of p
 |---|---|---|---|---|
 | edit, revert, archive, restore, verify, snooze, merge, anti-pattern add, add, ingest, import, set create, set add | yes | no | within its grant | within its grants |
 | pin, unpin, nudge | yes | no | no | within its grants |
+| publish, unpublish, subscribe, subscription move, unsubscribe | yes | no | no | within its grants |
 | review (accept, reject) | yes | no | no | no |
 | propose | yes | yes | yes | yes |
 | token create (its own) | yes | no | no | yes |
@@ -50,12 +51,14 @@ WHO = {"person": "marco.bianchi", "agent": "agent.nw-coder", "granted agent": "a
 GRANTED = frozenset({"person", "granted agent", "service"})
 ALLOWED = {**dict.fromkeys(("edit", "revert", "archive", "restore", "verify", "snooze", "merge", "antipattern",
                             "add", "ingest", "import", "set create", "set add"), GRANTED),
-           **dict.fromkeys(("pin", "unpin", "nudge"), frozenset({"person", "service"})),
+           **dict.fromkeys(("pin", "unpin", "nudge", "publish", "unpublish", "subscribe", "subscription move",
+                            "unsubscribe"), frozenset({"person", "service"})),
            **dict.fromkeys(("accept", "reject"), frozenset({"person"})),
            "propose": frozenset(WHO), "token create": frozenset({"person", "service"})}
 ADMIN = "priya.raman"     # sets up each principal's targets (a person, lead of northwind)
 PROPOSER = "grace.kim"    # proposes what the review operations review
 ADR = "nw-adr-0007-idempotency-keys"
+CONTEXT = "northwind/platform"   # the sample's published context (sample_corpus/contexts.txt)
 RUNBOOK = "nw-rb-psp-failover"
 
 
@@ -130,6 +133,12 @@ def operations(t: Targets, kind: str, n: str) -> list[Op]:
         Op("set create", "set/create", {"name": f"kinds-{n}", "scope": PAY}, "set_create", [f"kinds-{n}"],
            {"scope": PAY}),
         Op("set add", "set/add", {"name": mine, "id": t.own}, "set_change", [mine, t.own], {"include": True}),
+        Op("publish", "publish", {"set_name": t.set}, "publish", [t.set]),     # marco's set, in PAY (issue 30)
+        Op("subscribe", "subscribe", {"name": CONTEXT, "scope": PAY}, "subscribe", [CONTEXT], {"scope": PAY}),
+        Op("subscription move", "subscription/move", {"name": CONTEXT, "scope": PAY}, "move_subscription",
+           [CONTEXT], {"scope": PAY}),
+        Op("unsubscribe", "unsubscribe", {"name": CONTEXT, "scope": PAY}, "unsubscribe", [CONTEXT], {"scope": PAY}),
+        Op("unpublish", "unpublish", {"name": f"northwind/{t.set}"}, "unpublish", [f"northwind/{t.set}"]),
         Op("accept", "review/accept", {"id": t.proposals[0]}, "accept", [t.proposals[0]], who="principal"),
         Op("reject", "review/reject", {"id": t.proposals[1], "reason": "no"}, "reject", [t.proposals[1]],
            {"reason": "no"}, who="principal"),

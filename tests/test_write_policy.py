@@ -24,10 +24,17 @@ service with grants beside its persons.
 The author of every version is the actor; an unknown id and an id the actor may not see both
 raise ``NotFound``; other refusals of visible targets are ``UserError``s that are not ``NotFound``.
 
+Published contexts (issue 30) are part of the run: ``policy_publish_ops.py`` publishes a set and
+subscribes scopes; from then on the model says who receives what (members of a subscribing scope, a
+published fragment while active and in a scope containing the one it was published with), reads
+must show received fragments exactly to them (with ``via``), and every write stays decided by scope
+membership: a received fragment is refused as read-only (not as unknown), except a pin by a lead
+inside the scope it is received in.
+
 ``policy_oracle.py`` states those rules over its own model (written from the table only; it
 imports nothing from workbench). ``policy_workspace.py`` (worlds, content, files, bundles),
-``policy_machine.py`` (state and checks), ``policy_write_ops.py`` and ``policy_exchange_ops.py``
-(the operations) make up the property test. A hypothesis state machine
+``policy_machine.py`` (state and checks), ``policy_write_ops.py``, ``policy_exchange_ops.py`` and
+``policy_publish_ops.py`` (the operations) make up the property test. A hypothesis state machine
 generates a workspace per example (2 orgs x 2 repos x 2 personas, 1-2 sessions, 2-5 principals
 with memberships, wildcard grants, sessions and led scopes, written as a real workbench.yaml) and
 runs sequences of real operations on a real DuckDB file, keeping its own model of the workspace
@@ -66,6 +73,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from policy_exchange_ops import ExchangeOps
 from policy_machine import STATS, MachineBase, reset_stats
 from policy_oracle import Where
+from policy_publish_ops import PublishOps
 from policy_workspace import CLAIMED_AUTHOR, C, bundle_record, write_bundle
 from policy_write_ops import WriteOps
 
@@ -76,7 +84,7 @@ EXAMPLES = int(os.environ.get("WORKBENCH_POLICY_EXAMPLES", "35"))
 STEPS = int(os.environ.get("WORKBENCH_POLICY_STEPS", "100"))
 
 
-class WritePolicyMachine(WriteOps, ExchangeOps, MachineBase):
+class WritePolicyMachine(WriteOps, ExchangeOps, PublishOps, MachineBase):
     """The whole machine: state and checks (MachineBase) and every operation."""
 
 

@@ -11,6 +11,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from datetime import datetime, timezone
 from typing import Any
 
@@ -92,6 +93,20 @@ class Scope:
 
 
 @dataclass(frozen=True)
+class Receipt:
+    """How a principal receives a fragment another scope published (policy/receiving.py decides
+    whether it still does): through the published context ``via`` (ORG/SET), which holds the
+    fragment as published in ``published_scope``, for the subscription scope ``applies``."""
+
+    fragment_id: str
+    via: str
+    published_scope: Scope
+    applies: Scope
+    version: int | None = None   # the fragment version a pinned subscription serves (None: the current one)
+    pinned: bool = False         # the publisher's pin travels with the context
+
+
+@dataclass(frozen=True)
 class Principal:
     """A person, agent or service (``kind``), with memberships (orgs, ORG/REPO, ORG/PERSONA), led
     scopes and, for agents and services, the scopes workbench.yaml lets it write in (``writes``).
@@ -108,6 +123,18 @@ class Principal:
     kind: str = "person"  # person, agent or service (PRINCIPAL_KINDS)
     admin: bool = False   # may manage every principal's API tokens (and, on the team server, act as others)
     writes: tuple[Scope, ...] = ()  # an agent's or a service's write grants (workbench.yaml: writes)
+    received: tuple[Receipt, ...] = field(default=(), compare=False, repr=False)  # Workspace.principal's
+
+    @cached_property
+    def _receipts(self) -> dict[str, tuple[Receipt, ...]]:
+        out: dict[str, tuple[Receipt, ...]] = {}
+        for r in self.received:
+            out[r.fragment_id] = out.get(r.fragment_id, ()) + (r,)
+        return out
+
+    def receipts(self, fragment_id: str) -> tuple[Receipt, ...]:
+        """The receipts of one fragment (policy/receiving.py says which still hold)."""
+        return self._receipts.get(fragment_id, ())
 
     def _member(self, grants: tuple[str, ...], org: str, name: str) -> bool:
         return f"{org}/{name}" in grants or f"{org}/*" in grants

@@ -199,6 +199,9 @@ def show(id, version, principal, as_json):
         newer = wb.superseded_by(id, principal=principal)
         data["superseded_by"] = ({"id": newer[0], "version": newer[1], **({"archived": True} if len(newer) > 2 else {})}
                                  if newer else None)
+        via = wb.received_via(id, principal=principal)
+        if via:   # received through a subscription: the publisher's fragment, read-only here
+            data["via"] = via
     if as_json:
         emit_json(data)
     else:

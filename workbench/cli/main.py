@@ -17,8 +17,8 @@ from typing import Any
 import click
 
 from . import (bench_command, calibrate_command, check_commands, commands, completion, curate_commands, export_commands,
-               gaps_commands, proposal_commands, retrieval_commands, server_command, token_commands, trace_commands,
-               tui_commands, upkeep_commands)
+               gaps_commands, proposal_commands, publish_commands, retrieval_commands, server_command, token_commands,
+               trace_commands, tui_commands, upkeep_commands)
 from .options import RootGroup
 
 DESCRIPTION = ("A local-first knowledge workbench for curating what AI agents know: versioned, scoped, owned "
@@ -45,7 +45,7 @@ def cli(ctx: click.Context) -> int | None:
 
 
 for _module in (commands, retrieval_commands, check_commands, calibrate_command, curate_commands, gaps_commands,
-                proposal_commands,
+                proposal_commands, publish_commands,
                 bench_command,
                 tui_commands,
                 export_commands, token_commands, trace_commands, upkeep_commands, server_command, completion):

@@ -151,6 +151,8 @@ def fragment_text(data: dict[str, Any]) -> str:
              f"id: {data['id']}  version: {data['version']}  kind: {data['kind']}  status: {data['status']}",
              f"scope: {scope}  owner: {data['owner']}",
              f"updated: {data['updated_at']}  verified: {data.get('verified_at') or '-'}"]
+    if data.get("via"):
+        lines.append(f"via: {data['via']} (received through a subscription: read-only here)")
     if data.get("superseded_by"):
         newer = data["superseded_by"]
         lines.append(f"superseded by {newer['id']}@v{newer['version']} (archived): it was replaced, and its "

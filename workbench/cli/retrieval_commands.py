@@ -95,7 +95,8 @@ def search(query, principal, scope, pipeline, min_score, rerank, allow_secret, k
         title = h.fragment.title if not h.superseded_by else f"{h.fragment.title} [{h.superseded_label()}]"
         base = [str(h.rank), h.id, h.fragment.kind, title, _fmt(h.score),
                 "…" if h.confidence is None else f"{h.confidence:.2f}"]
-        return base + ([_fmt(h.scores.get(c)) for c in extra] if explain else [str(h.fragment.scope)])
+        where = str(h.fragment.scope) + (f" via {h.via}" if h.via else "")
+        return base + ([_fmt(h.scores.get(c)) for c in extra] if explain else [where])
 
     print(table(cols + extra, (row(h) for h in result.hits)) if result.hits else "no hits")
     if result.avoid:

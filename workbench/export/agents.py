@@ -21,7 +21,7 @@ link absolute.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from ..errors import UserError
@@ -53,8 +53,20 @@ class Selection:
         return [f for f in self.knowledge if f.kind != "policy"]
 
 
+VIA = "via"   # a detail of a rendered copy of a received fragment only (``with_via``): never stored
+
+
+def with_via(f: Fragment, via: str | None) -> Fragment:
+    """``f`` as exported to a principal who receives it through the published context ``via``."""
+    if not via:
+        return f
+    details = tuple(sorted((*((k, v) for k, v in f.content.details if k != VIA), (VIA, via))))
+    return replace(f, content=replace(f.content, details=details))
+
+
 def cite(f: Fragment) -> str:
-    return f"{f.id}@v{f.version}"
+    via = f.content.detail(VIA)
+    return f"{f.id}@v{f.version}" + (f" via {via}" if via else "")
 
 
 def body(f: Fragment) -> str:

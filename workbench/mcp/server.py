@@ -257,7 +257,8 @@ def _fetch(wb, fragment_id: str, who) -> dict[str, Any]:
     """One fragment through the core (scope-checked, withheld if secret-flagged, traced), with
     the superseder the principal sees."""
     fragment, trace_id = wb.fetch(fragment_id, principal=who)
-    return shapes.fragment_data(fragment, trace_id, shapes.label(wb.superseded_by(fragment.id, principal=who)))
+    return shapes.fragment_data(fragment, trace_id, shapes.label(wb.superseded_by(fragment.id, principal=who)),
+                                wb.received_via(fragment.id, principal=who))
 
 
 def _page(wb, who, after: str | None) -> tuple[list, bool]:

@@ -163,7 +163,8 @@ def search_item(hit) -> dict[str, Any]:
     return {"id": f.id, "version": f.version, "citation": cite(f.id, f.version), "title": f.title, "kind": f.kind,
             "scope": str(f.scope), "owner": f.owner, "updated_at": f.to_dict()["updated_at"],
             "score": round(hit.score, 4), "confidence": confidence(hit), "superseded_by": superseded_by(hit),
-            "preview": body[:PREVIEW_CHARS] + ("…" if len(body) > PREVIEW_CHARS else "")}
+            "preview": body[:PREVIEW_CHARS] + ("…" if len(body) > PREVIEW_CHARS else ""),
+            **({"via": hit.via} if getattr(hit, "via", None) else {})}
 
 
 def search_data(result) -> dict[str, Any]:
@@ -181,6 +182,8 @@ def _line(item: dict[str, Any], n: int) -> str:
                  else f"score {item['score']:.3f}")
     if item["superseded_by"]:
         parts.append(f"superseded by {item['superseded_by']}")
+    if item.get("via"):
+        parts.append(f"via {item['via']}")
     return " · ".join(parts) + " — " + _oneline(item["preview"].rstrip("…"), LINE_PREVIEW_CHARS)
 
 
@@ -200,13 +203,15 @@ def search_text(data: dict[str, Any], query: str) -> str:
 
 # -- one fragment ------------------------------------------------------------------------------
 
-def fragment_data(fragment, trace_id: str | None, replaced_by: str | None) -> dict[str, Any]:
+def fragment_data(fragment, trace_id: str | None, replaced_by: str | None, via: str | None = None) -> dict[str, Any]:
     data = fragment.to_dict()
     out = {"trace_id": trace_id, "id": fragment.id, "version": fragment.version,
            "citation": cite(fragment.id, fragment.version)}
     out.update({k: data[k] for k in ("title", "kind", "status", "scope", "owner", "tags", "links", "supersedes",
                                      "sources", "details", "updated_at", "verified_at", "body")})
     out["superseded_by"] = replaced_by
+    if via:   # received through a subscription: whose published context it came from
+        out["via"] = via
     return out
 
 

@@ -29,7 +29,8 @@ AVOID_HEADING = "# Avoid"
 
 def cite(hit: Hit) -> str:
     """The citation line that ends every served item."""
-    return f"(source: {hit.id}@v{hit.fragment.version})"
+    via = f" via {hit.via}" if hit.via else ""   # received through a subscription: whose context it came from
+    return f"(source: {hit.id}@v{hit.fragment.version}{via})"
 
 
 def abstention_line(note: str) -> str:
@@ -60,7 +61,11 @@ class ContextItem:
             data["partial"] = True
             data["sections"] = list(self.sections)
         return {k: data[k] for k in ("id", "version", "title", "kind", "score", "confidence", "scores", "tokens",
+<<<<<<< HEAD
                                      "source", "updated_at", "text", "scope", "owner", "superseded_by", "reason",
+=======
+                                     "source", "updated_at", "text", "scope", "owner", "superseded_by", "via",
+>>>>>>> i30-pubsub
                                      "partial", "sections") if k in data}
 
 

@@ -33,6 +33,7 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 
 from ..models import Fragment, Principal, Scope
+from ..policy import receiving
 from ..rank import supersession
 from ..rank.authority import edge_arrays, visible_authority
 from .columns import EPOCH, CHUNKER_VERSION, Rows, Source, index_text, text_hash
@@ -220,10 +221,17 @@ class SearchIndex:
     # -- visibility ---------------------------------------------------------------------
 
     def visible(self, principal: Principal, within: Scope | None = None) -> np.ndarray:
-        """Boolean mask of fragments the principal may see (and that apply inside ``within``)."""
+        """Boolean mask of fragments the principal may see (and that apply inside ``within``): its
+        scopes' fragments, and those it receives through a subscription that applies there."""
         verdict = np.array([principal.can_see(scope, owner=owner) and applies(scope, within)
                             for scope, owner in self._group_keys], dtype=bool)
-        return verdict[self._group] if len(self.ids) else np.zeros(0, dtype=bool)
+        mask = verdict[self._group] if len(self.ids) else np.zeros(0, dtype=bool)
+        for r in principal.received:
+            i = self.pos.get(r.fragment_id)
+            if (i is not None and receiving.holds_at(r, self._group_keys[self._group[i]][0], "active")
+                    and principal.can_see(r.applies) and receiving.received_within(r, within)):
+                mask[i] = True
+        return mask
 
     def _signature(self, mask: np.ndarray) -> bytes:
         """The visibility groups ``mask`` covers (or, for a mask that splits a group, the mask)."""

@@ -101,8 +101,13 @@ class Hit:
     scores: dict[str, Any]
     rank: int
     confidence: float | None = 0.0               # None: not calibrated (a lexical preview, see hits_from)
+<<<<<<< HEAD
     superseded_by: tuple | None = None   # (id, version[, "archived"]) of the superseder the caller sees
     reason: str | None = None
+=======
+    superseded_by: tuple | None = None   # (id, version) of the superseder the caller sees (+ "archived")
+    via: str | None = None               # ORG/CONTEXT: received through a subscription (service/receipts.py)
+>>>>>>> i30-pubsub
 
     @property
     def id(self) -> str:
@@ -117,7 +122,11 @@ class Hit:
                 "scores": {k: (round(v, 6) if isinstance(v, float) else v) for k, v in self.scores.items()},
                 "scope": f.scope.to_dict(), "owner": f.owner, "source": source_of(f),
                 "updated_at": data["updated_at"], "text": f.body,
+<<<<<<< HEAD
                 "superseded_by": superseded_dict(self.superseded_by), **({"reason": self.reason} if self.reason else {})}
+=======
+                "superseded_by": superseded_dict(self.superseded_by), **({"via": self.via} if self.via else {})}
+>>>>>>> i30-pubsub
 
     def superseded_label(self) -> str | None:
         """"superseded by ID@vN" ("... (archived)" when the superseder is archived), or None."""

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..models import Principal, Scope
+from ..policy import receiving
 
 STALE_DAYS = 180
 ORG_WIDE = "(org-wide)"     # the tree branch of an org's fragments that name no repo
@@ -51,7 +52,8 @@ def summaries(rows: list[tuple], principal: Principal, *, pinned: set[str], now:
         key = (scope, owner if session else None)
         if key not in verdict:
             verdict[key] = principal.can_see(scope, owner=owner)
-        if not verdict[key]:
+        if not verdict[key] and not any(receiving.holds_at(r, scope, status) and principal.can_see(r.applies)
+                                        for r in principal.receipts(fid)):   # received through a subscription
             continue
         touched = max(updated, verified or updated)
         out.append(Summary(fid, kind, title, owner, scope, status, updated, verified,

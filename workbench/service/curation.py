@@ -45,7 +45,8 @@ class Curation(Feature):
         fragment = self.fragments.visible(self.store.get(fragment_id), who, fragment_id)
         policy.require(who, "pin", fragment, scope=where)
         self.check_pin_scope(where, who)
-        check_pin(fragment.scope, where, fragment_id, fragment.status)
+        # a received fragment is pinned where it is received (the policy checked that): not in its own org
+        check_pin(fragment.scope if policy.member_sees(who, fragment) else where, where, fragment_id, fragment.status)
         if isinstance(until, str):
             try:
                 until = parse_timestamp(until)

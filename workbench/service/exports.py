@@ -13,6 +13,7 @@ from ..models import Fragment, IngestReport, Principal, Scope
 from ..models import utcnow
 from .curation import session_declared
 from .fragments import Fragments
+from .receipts import as_served, received_via
 from .search import Retrieval
 from .workspace import Feature, Workspace
 
@@ -26,6 +27,7 @@ class Exports(Feature):
         super().__init__(ws)
         self.fragments = fragments
         self.retrieval = retrieval
+        self.publishing = None   # Publishing sets itself here: a published set's change makes its next version
 
     # -- fragment files -------------------------------------------------------------------
 
@@ -92,9 +94,9 @@ class Exports(Feature):
         within = Scope.coerce(scope)
         who = self.principal(principal)
         withheld = set() if allow_secret else self.store.secret_flagged()
-        return [f for f in self.store.fragments() if f.status in ("active", "archived")
-                and (within is None or within.contains(f.scope)) and policy.may(who, "export", f)
-                and f.id not in withheld]
+        return [f for f in self.store.fragments() if f.status in ("active", "archived")   # not what it receives:
+                and (within is None or within.contains(f.scope)) and policy.may(who, "export", f)  # files are
+                and policy.member_sees(who, f) and f.id not in withheld]                            # its own
 
     # -- curated sets -------------------------------------------------------------------
 
@@ -160,6 +162,8 @@ class Exports(Feature):
             self.store.put_member(found["name"], found["scope"], fragment_id, "include" if include else "exclude")
             self.store.add_event("set-add" if include else "set-remove", actor=who.name, fragment_id=fragment_id,
                                  detail={"set": found["name"], "scope": found["scope"]})
+            if self.publishing is not None:  # in the same transaction: a removed fragment stops crossing at once
+                self.publishing.set_changed(found, who, "set-add" if include else "set-remove")
         return self.set_show(f"{found['name']}@{found['scope']}", principal=who)
 
     def set_fragments(self, name: str, *, principal: str | Principal | None = None) -> list[Fragment]:
@@ -336,7 +340,7 @@ class Exports(Feature):
         (what does not fit is kept, best first, as ``optional``). Only what ``principal`` may see;
         fragments stored with a secret-guard override only with ``allow_secret``; never a fragment
         superseded by one the principal sees (``superseded`` counts them)."""
-        from ..export.agents import Selection, item
+        from ..export.agents import Selection, item, with_via
         from ..retrieval.index import applies
 
         who = self.principal(principal)
@@ -357,6 +361,9 @@ class Exports(Feature):
         else:
             pool = [f for f in self.store.fragments(status="active")
                     if f.scope.org == where.org and applies(f.scope, where) and exportable(f)]
+            pool += [f for f in self.store.fragments(status="active", ids=sorted({r.fragment_id for r in who.received}))
+                     if f.scope.org != where.org and exportable(f) and any(   # received, where it applies
+                         policy.receiving.received_within(r, where) for r in who.receipts(f.id))]
         pin_ids = self.retrieval.applicable_pins(who, where, now)
         pins = [f for f in self.store.fragments(status="active", ids=pin_ids)
                 if exportable(f) and f.kind != "anti-pattern"]
@@ -384,9 +391,11 @@ class Exports(Feature):
                 used += n
             else:
                 optional.append(f)
-        return Selection(title=f"{self.config.name}: {where}", scope=str(where), pins=pins, avoid=avoid,
-                         knowledge=knowledge, omitted=len(optional), optional=tuple(optional),
-                         superseded=len(left_out))
+        def served(fs: list) -> list:   # a received fragment as served, citing its context
+            return [with_via(as_served(self.store, who, f), received_via(who, f)) for f in fs] if who.received else fs
+        return Selection(title=f"{self.config.name}: {where}", scope=str(where), pins=served(pins),
+                         avoid=served(avoid), knowledge=served(knowledge), omitted=len(optional),
+                         optional=tuple(served(optional)), superseded=len(left_out))
 
     def render_agents(self, fmt: str, *, scope: Scope | str, principal: str | Principal | None = None,
                       set_name: str | None = None, budget: int = DEFAULT_AGENT_BUDGET, allow_secret: bool = False,

@@ -18,6 +18,7 @@ the service's features, each in its own module and each told in its constructor 
     tokens      Tokens      API tokens: create, list, revoke, authenticate
     traces      Traces      trace retention, purges, the caller's latest trace
     proposing   Proposals   agent proposals: propose, the review queue, accept, reject
+    publishing  Publishing  published contexts and subscriptions: publish, subscribe, their views
 
 Every public method below is one of theirs, named in the table at the end of the class. The
 facade never renders output and never parses command lines; rules are decided in the features
@@ -50,6 +51,7 @@ from .ingest import Ingestion
 from .search import Retrieval
 from .staleness import Staleness
 from .proposals import Proposals
+from .publishing import Publishing
 from . import upkeep
 from .tokens import Tokens
 from .traces import Traces
@@ -86,6 +88,7 @@ class Workbench:
         self.gaps_feature = Gaps(self.ws, self.retrieval, self.proposing)
         self.staleness = Staleness(self.ws, self.fragments, self.usage_feature, self.gaps_feature, self.proposing)
         self.exports = Exports(self.ws, self.fragments, self.retrieval)
+        self.publishing = Publishing(self.ws, self.exports)
         self.tokens = Tokens(self.ws)
         self.traces = Traces(self.ws)
         self.completion = Completion(self.ws)
@@ -277,6 +280,7 @@ class Workbench:
     browse = _via("fragments", Fragments.browse)
     get = _via("fragments", Fragments.get)
     history = _via("fragments", Fragments.history)
+    received_via = _via("fragments", Fragments.received_via)
     diff = _via("fragments", Fragments.diff)
     stats = _via("fragments", Fragments.stats)
     edit = _via("fragments", Fragments.edit)
@@ -360,6 +364,15 @@ class Workbench:
     proposals = _via("proposing", Proposals.proposals)
     accept = _via("proposing", Proposals.accept)
     reject = _via("proposing", Proposals.reject)
+
+    publish = _via("publishing", Publishing.publish)
+    unpublish = _via("publishing", Publishing.unpublish)
+    published = _via("publishing", Publishing.published)
+    published_context = _via("publishing", Publishing.describe)
+    subscribe = _via("publishing", Publishing.subscribe)
+    unsubscribe = _via("publishing", Publishing.unsubscribe)
+    move_subscription = _via("publishing", Publishing.move_subscription)
+    subscriptions = _via("publishing", Publishing.subscriptions)
 
     complete_ids = _via("completion", Completion.fragment_ids)
     complete_scopes = _via("completion", Completion.scopes)

@@ -13,6 +13,7 @@ from ..ingest.files import normalise_body, parse_fragment, render_fragment
 from ..ingest.importer import check_semantics, guard_secrets
 from ..models import PROPOSAL_STATUSES, Content, Fragment, Principal, Scope, Version
 from ..models import utcnow
+from .receipts import as_served, received_via
 from .structured import edited_fields
 from .workspace import Feature
 
@@ -70,7 +71,10 @@ class Fragments(Feature):
                     verdict[key] = policy.sees_listed(who, Scope(org, repo, persona, session), row_owner,
                                                       row_status)
                 seen += 1
-                if verdict[key] and fid not in withheld:
+                received = who.received and any(  # received through a subscription (sees decides again below)
+                    policy.receiving.holds_at(r, Scope(org, repo, persona, session), row_status)
+                    for r in who.receipts(fid))
+                if (verdict[key] or received) and fid not in withheld:
                     first, last = (first or seen), seen
                     ids.append(fid)
                     if limit is not None and len(ids) == limit:
@@ -109,6 +113,11 @@ class Fragments(Feature):
             principal: str | Principal | None = None) -> Fragment:
         who = self.principal(principal)
         current = self.visible(self.store.get(self.resolve(fragment_id)), who, fragment_id)
+        if not policy.member_sees(who, current):   # received: only the version it is served exists for it
+            served = as_served(self.store, who, current)
+            if version is not None and version != served.version:
+                raise NotFound(f"{fragment_id} has no version {version}")
+            return served
         if version is None or version == current.version:
             return current
         old = self.store.version(current.id, version)
@@ -117,6 +126,12 @@ class Fragments(Feature):
         return Fragment(id=current.id, version=old.number, content=old.content, content_hash=old.content_hash,
                         created_at=current.created_at, updated_at=old.created_at, verified_at=None)
 
+    def received_via(self, fragment_id: str, *, principal: str | Principal | None = None) -> str | None:
+        """The published context (ORG/CONTEXT) through which ``principal`` receives the fragment; None
+        when it sees it as a member of its scope. Scope-checked like ``get``."""
+        who = self.principal(principal)
+        return received_via(who, self.visible(self.store.get(self.resolve(fragment_id)), who, fragment_id))
+
     def history(self, fragment_id: str, *, principal: str | Principal | None = None) -> list[Version]:
         """Every version; one written while the fragment was in a scope the viewer cannot see
         keeps its number, author and time, but its title, reason and content are withheld."""
@@ -124,6 +139,8 @@ class Fragments(Feature):
 
         who = self.principal(principal)
         current = self.get(fragment_id, principal=who)
+        if received_via(who, current) is not None:   # received: the version served, no other
+            return History([v for v in self.store.versions(current.id) if v.number == current.version])
         return History([v if policy.sees(who, v.content) else v.withheld() for v in self.store.versions(current.id)])
 
     def diff(self, fragment_id: str, a: int, b: int, *, principal: str | Principal | None = None) -> str:

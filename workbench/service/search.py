@@ -31,6 +31,7 @@ from ..retrieval.pipeline import Hit, Ranking, Settings, confidences, hits_from,
 from ..models import utcnow
 from . import traces, workpaths
 from .fragments import Fragments
+from .receipts import as_served, received_hits, received_via
 from .workspace import Feature, Workspace
 
 MAX_QUERY_CHARS = 4000
@@ -92,6 +93,10 @@ class Retrieval(Feature):
                 continue
             if pin["fragment_id"] not in out:
                 out.append(pin["fragment_id"])
+        for r in principal.received:   # the publisher's pins travel with a context published --with-pins
+            if r.pinned and principal.can_see(r.applies) and policy.receiving.received_within(r, within) \
+                    and r.fragment_id not in out:
+                out.append(r.fragment_id)
         return out
 
     # -- search and context ---------------------------------------------------------
@@ -128,6 +133,7 @@ class Retrieval(Feature):
         conf = confidences(index, ranking, shown, model) if calibrate else dict.fromkeys(shown)  # one pass for all
         pin_hits = [_pin_hit(index, ranking, i, conf[i], calibrate) for i in shown]
         self.ws.index.keep(index)  # a new base (first build, or a merge) is persisted for the next process
+        hits, avoid, pin_hits = (received_hits(self.store, principal, h) for h in (hits, avoid, pin_hits))
         return Retrieved(index, ranking, hits, avoid, pin_hits)
 
     def search(self, query: str, *, principal: str | Principal | None = None, k: int = 10,
@@ -375,9 +381,11 @@ class Retrieval(Feature):
 
     def record_get(self, fragment, *, principal: str | Principal | None = None, now: datetime | None = None) -> str:
         """Trace a fetch of one fragment by id (the MCP `get` tool), like any retrieval."""
+        who = self.principal(principal)
+        via = received_via(who, self.store.get(fragment.id) or fragment)
         served = [{"id": fragment.id, "version": fragment.version, "title": fragment.title, "section": "get",
-                   "rank": 1, "score": 1.0, "scores": {}}]
-        return self._trace("get", fragment.id, self.principal(principal), None, None, served, now or utcnow())
+                   "rank": 1, "score": 1.0, "scores": {}, **({"via": via} if via else {})}]
+        return self._trace("get", fragment.id, who, None, None, served, now or utcnow())
 
     def health(self, *, principal: str | Principal | None = None) -> dict[str, int]:
         """Figures a long-running server reports (its /metrics): the index generation, the
@@ -398,7 +406,7 @@ class Retrieval(Feature):
         items, hidden = [], 0
         for item in trace["served"]:
             version = self.store.version(item["id"], item["version"])
-            if version is None or not policy.sees(who, version.content):
+            if version is None or not (policy.sees(who, version.content) or self._received(who, item)):
                 hidden += 1
                 continue
             full = dict(item)
@@ -410,6 +418,14 @@ class Retrieval(Feature):
         return {"trace_id": trace["id"], "created_at": created, "kind": trace["kind"], "query": trace["query"],
                 "principal": trace["principal"], "scope": trace["scope"], "settings": trace["settings"],
                 "served": items, "hidden": hidden}
+
+
+    def _received(self, who: Principal, item: dict[str, Any]) -> bool:
+        """Does ``who`` still receive the version a trace item served (a received fragment's other
+        versions, and one it no longer receives, stay hidden)?"""
+        current = self.store.get(item["id"])
+        return (current is not None and received_via(who, current) is not None
+                and as_served(self.store, who, current).version == item["version"])
 
 
 def _confidence(value: float | None) -> float | None:
@@ -429,6 +445,8 @@ def _served(hit: Hit, section: str, text: str | None = None, tokens: int | None 
         item["superseded_by"] = superseded_dict(hit.superseded_by)
     if hit.reason:
         item["reason"] = hit.reason
+    if hit.via:
+        item["via"] = hit.via
     if text is not None:
         item.update({"text": text, "tokens": tokens})
     return item

@@ -23,10 +23,14 @@ class Workspace:
     traces_expired_at: float | None = field(default=None, repr=False)  # when traces.retain_days was last applied
 
     def principal(self, name: str | Principal | None = None) -> Principal:
-        """A known principal by name (``None``: the configured default); a ``Principal`` as is."""
-        if isinstance(name, Principal):
-            return name
-        return self.config.principal(name)
+        """A known principal by name (``None``: the configured default); a ``Principal`` as is. Either
+        carries what it receives through subscriptions (``received``: receipts.py resolves them)."""
+        found = name if isinstance(name, Principal) else self.config.principal(name)
+        if found.received:
+            return found
+        from .receipts import receipts_for
+
+        return receipts_for(self, found)
 
 
 class Feature:

@@ -27,12 +27,13 @@ from .overrides import OverrideQueries
 from .proposals import ProposalQueries
 from .retrieval import RetrievalQueries
 from .rows import VersionWrite, text_column
+from .published import PublishQueries
 from .tokens import TokenQueries
 from .upkeep_queries import BackupQueries
 
 
 class Store(CoreQueries, RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, OverrideQueries, TokenQueries,
-            ProposalQueries, CountQueries, BackupQueries, AliasQueries):
+            ProposalQueries, CountQueries, BackupQueries, AliasQueries, PublishQueries):
     """One open workspace database (DuckDB).
 
     ``persisted_fts``: whether the ``duckdb-fts`` lexical backend's index can live here;

@@ -46,6 +46,7 @@ from ..curation import CurationQueries
 from ..export import ExportQueries
 from ..overrides import OverrideQueries
 from ..proposals import ProposalQueries
+from ..published import PublishQueries
 from ..retrieval import RetrievalQueries
 from ..tokens import TokenQueries
 from . import schema
@@ -131,7 +132,7 @@ class _Pool:
 
 
 class PgStore(PgQueries, PgUpkeep, CoreQueries, RetrievalQueries, CurationQueries, ExportQueries, OverrideQueries,
-              TokenQueries, ProposalQueries, CountQueries, AliasQueries):
+              TokenQueries, ProposalQueries, CountQueries, AliasQueries, PublishQueries):
     """One workspace in a PostgreSQL database (``dsn``). ``root``: the workspace folder, where
     caches derived from the database live (the index snapshot), named after the database so two
     databases never share one."""

@@ -26,6 +26,9 @@ module turns it into a decision for each action:
     read-set                   the set's owner and principals who can see its scope
     create-set in scope S      a principal who can see S
     change-set                 the set's owner or a lead of its scope
+    publish / unpublish        the set's owner (a context's publisher) or a lead of the set's scope
+    subscribe / unsubscribe    a lead of the subscribing scope; its members then receive the context's
+                               fragments, read-only (receiving.py; writes ask ``member_sees``)
     nudge                      anyone, with a cooldown of at least MIN_NUDGE_COOLDOWN_DAYS; an admin
                                (or the local administrator, who runs the CLI on the database) sooner
     manage a token             the local administrator (no actor: whoever runs the CLI on the
@@ -47,8 +50,8 @@ granted (both, for a move or a merge; any, for a nudge). The author of a proposa
 its review as part of proposing.
 
     person    every action above
-    agent     reads and proposes; other writes only within a grant; never pins, unpins, nudges
-              or reviews (without a grant: it reads and proposes, for a person to review)
+    agent     reads and proposes; other writes only within a grant; never pins, unpins, nudges,
+              publishes, subscribes or reviews (without a grant: it reads and proposes, for a person to review)
     service   reads and proposes; writes (pins, unpins and nudges too) within its grants only;
               never reviews
 
@@ -60,28 +63,36 @@ a review, which records its decision and its reviewer; a rejected proposal no lo
 
 A target the actor may not see is refused exactly like one that does not exist
 (``Decision.hidden``), whatever the actor's kind, so no message tells the two apart. Pure: no I/O.
+
+The package: this module (fragments, the rules table, the kinds), ``sets`` (sets, publishing,
+subscribing), ``receiving`` (who receives a published fragment), ``admin`` (tokens, traces,
+workspace-wide figures) and ``decide`` (the decisions they return); every public name is here.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from .models import PRINCIPAL_KINDS, PROPOSAL_STATUSES, Content, Decision, Fragment, Principal, Scope, call_scopes
-
-ALLOW = Decision(True)
-
-
-def _unknown(what: str, ident: str, action: str) -> Decision:
-    return Decision(False, f"unknown {what} {ident!r}", hidden=True, action=action)
-
-
-def _deny(message: str, action: str) -> Decision:
-    return Decision(False, message, action=action)
+from ..models import PRINCIPAL_KINDS, PROPOSAL_STATUSES, Content, Decision, Fragment, Principal, Scope, call_scopes
+from . import receiving
+from .admin import (may_calibrate, may_create_token, may_manage_token, may_purge_traces, sees_workspace_totals,
+                    taken_message)
+from .decide import ALLOW, _deny, _lead_of, _unknown
+from .sets import _change_set, _create_set, _publish, _read_set, _set_scope, _subscribe
 
 
 def sees(actor: Principal, fragment: Fragment | Content) -> bool:
-    """The visibility rule applied to a fragment (or to a version's content). A proposal (or a
-    rejected one) is seen only by its author and its reviewers (``reviews``)."""
+    """The visibility rule applied to a fragment (or to a version's content): a member of its scope
+    (``member_sees``), or a principal who receives it through a subscription (receiving.py; a
+    fragment, not a bare version: a version of a received fragment is shown only as served)."""
+    if member_sees(actor, fragment):
+        return True
+    return isinstance(fragment, Fragment) and receiving.receipt(actor, fragment) is not None
+
+
+def member_sees(actor: Principal, fragment: Fragment | Content) -> bool:
+    """Scope membership: what every write rule asks. A proposal (or a rejected one) is seen only by
+    its author and its reviewers (``reviews``)."""
     content = fragment.content if isinstance(fragment, Fragment) else fragment
     if content.status in PROPOSAL_STATUSES:
         return authored(actor, content) or reviews(actor, content)
@@ -148,13 +159,21 @@ def _create(actor: Principal, scope: Scope, *, owner: Principal | None, **_: Any
 
 
 def _edit(actor: Principal, fragment: Fragment, **_: Any) -> Decision:
-    return ALLOW if sees(actor, fragment) else _unknown("fragment", fragment.id, "edit")
+    if member_sees(actor, fragment):
+        return ALLOW
+    return _received("edit", fragment) if sees(actor, fragment) else _unknown("fragment", fragment.id, "edit")
+
+
+def _received(action: str, fragment: Fragment) -> Decision:
+    return _deny(f"{fragment.id} is received from another scope's published context: it is read-only here "
+                 f"(its owner, {fragment.owner}, changes it)", action)
 
 
 def _reassign(actor: Principal, fragment: Fragment, *, scope: Scope, owner: Principal | None, **_: Any
               ) -> Decision:
-    if not sees(actor, fragment):
-        return _unknown("fragment", fragment.id, "reassign")
+    if not member_sees(actor, fragment):
+        hidden = not sees(actor, fragment)
+        return _unknown("fragment", fragment.id, "reassign") if hidden else _received("reassign", fragment)
     if actor.name != fragment.owner and not actor.leads(fragment.scope):
         return _deny(f"only the owner of {fragment.id} ({fragment.owner}) or a lead of {fragment.scope} may change "
                      "its owner or scope", "reassign")
@@ -169,24 +188,20 @@ def _reassign(actor: Principal, fragment: Fragment, *, scope: Scope, owner: Prin
 
 def _owner_only(action: str) -> Callable[..., Decision]:
     def rule(actor: Principal, fragment: Fragment, **_: Any) -> Decision:
-        if not sees(actor, fragment):
-            return _unknown("fragment", fragment.id, action)
+        if not member_sees(actor, fragment):
+            return _received(action, fragment) if sees(actor, fragment) else _unknown("fragment", fragment.id, action)
         if fragment.owner != actor.name:
             return _deny(f"only the owner ({fragment.owner}) may {action} {fragment.id}", action)
         return ALLOW
     return rule
 
 
-def _lead_of(actor: Principal, scope: Scope, action: str) -> Decision:
-    if actor.leads(scope):
-        return ALLOW
-    led = ", ".join(str(s) for s in actor.lead_of) or "no scope"
-    return _deny(f"{actor.name} is not a tech lead of {scope} (leads: {led})", action)
-
-
 def _pin(actor: Principal, fragment: Fragment, *, scope: Scope, **_: Any) -> Decision:
     if not sees(actor, fragment):  # first: say nothing about fragments outside the lead's scope
         return _unknown("fragment", fragment.id, "pin")
+    if not member_sees(actor, fragment) and not receiving.pins_within(actor, fragment, scope):
+        return _deny(f"{fragment.id} is received from a published context: a lead pins it only inside a scope "
+                     "it is received in", "pin")
     return _lead_of(actor, scope, "pin")
 
 
@@ -196,8 +211,8 @@ def _unpin(actor: Principal, scope: Scope, **_: Any) -> Decision:
 
 def _merge(actor: Principal, keep: Fragment, *, drop: Fragment, **_: Any) -> Decision:
     for f in (keep, drop):
-        if not sees(actor, f):
-            return _unknown("fragment", f.id, "merge")
+        if not member_sees(actor, f):
+            return _received("merge", f) if sees(actor, f) else _unknown("fragment", f.id, "merge")
     if keep.scope.org != drop.scope.org:
         return _deny(f"cannot merge across orgs ({drop.id} is in {drop.scope.org}, {keep.id} in {keep.scope.org})",
                      "merge")
@@ -206,7 +221,7 @@ def _merge(actor: Principal, keep: Fragment, *, drop: Fragment, **_: Any) -> Dec
 
 def _relink(actor: Principal, fragment: Fragment, **_: Any) -> Decision:
     # A merge rewrites links only in fragments the actor can see; the others are left alone.
-    return ALLOW if sees(actor, fragment) else _unknown("fragment", fragment.id, "relink")
+    return ALLOW if member_sees(actor, fragment) else _unknown("fragment", fragment.id, "relink")
 
 
 def _propose(actor: Principal, scope: Scope, *, owner: Principal | None, content: Content | None = None,
@@ -229,7 +244,7 @@ def _propose(actor: Principal, scope: Scope, *, owner: Principal | None, content
 def _review(actor: Principal, fragment: Fragment, *, content: Content, owner: Principal | None, **_: Any
             ) -> Decision:
     """Accept (``content`` active, possibly moved and edited) or reject (``content`` rejected, in place)."""
-    if not sees(actor, fragment):
+    if not member_sees(actor, fragment):
         return _unknown("fragment", fragment.id, "review")
     if fragment.status != "proposed" or content.status not in ("active", "rejected"):
         return _deny(f"{fragment.id} is {fragment.status}: a proposal changes status only by a review, from "
@@ -276,31 +291,6 @@ def _read_activity(action: str) -> Callable[..., Decision]:
     return rule
 
 
-def _set_scope(found: Mapping[str, Any]) -> Scope:
-    scope = found["scope"]
-    return Scope.coerce(scope)
-
-
-def _read_set(actor: Principal, found: Mapping[str, Any], **_: Any) -> Decision:
-    if actor.name == found["owner"] or actor.can_see(_set_scope(found)):
-        return ALLOW
-    return _unknown("set", str(found["name"]), "read-set")
-
-
-def _change_set(actor: Principal, found: Mapping[str, Any], **_: Any) -> Decision:
-    seen = _read_set(actor, found)
-    if not seen:
-        return seen
-    if actor.name == found["owner"] or actor.leads(_set_scope(found)):
-        return ALLOW
-    return _deny(f"only the owner of set {found['name']!r} ({found['owner']}) or a lead of its scope may change it",
-                 "change-set")
-
-
-def _create_set(actor: Principal, scope: Scope, **_: Any) -> Decision:
-    return ALLOW if actor.can_see(scope) else _deny(f"{actor.name} may not define a set in {scope}", "create-set")
-
-
 MIN_NUDGE_COOLDOWN_DAYS = 1  # sooner re-sends every nudge: an admin's or the local administrator's call
 
 
@@ -321,6 +311,7 @@ RULES: dict[str, Callable[..., Decision]] = {
     "read-trace": _read_trace, "read-set": _read_set, "change-set": _change_set,
     "propose": _propose, "review": _review, "create-set": _create_set, "nudge": _nudge,
     "read-gap": _read_activity("read-gap"), "read-usage": _read_activity("read-usage"),
+    "publish": _publish, "unpublish": _publish, "subscribe": _subscribe, "unsubscribe": _subscribe,
 }
 ACTIONS = tuple(RULES)
 
@@ -333,7 +324,8 @@ KIND_RULES: dict[str, tuple[str, str, str]] = {   # action: (person, agent, serv
                     (YES, YES, YES)),
     **dict.fromkeys(("create", "edit", "reassign", "archive", "restore", "revert", "merge", "relink", "verify",
                      "snooze", "create-set", "change-set"), (YES, GRANTED, GRANTED)),
-    **dict.fromkeys(("pin", "unpin", "nudge"), (YES, NEVER, GRANTED)),
+    **dict.fromkeys(("pin", "unpin", "nudge", "publish", "unpublish", "subscribe", "unsubscribe"),
+                    (YES, NEVER, GRANTED)),
     "review": (YES, NEVER, NEVER),
 }
 WRITE_ACTIONS = tuple(a for a, kinds in KIND_RULES.items() if kinds != (YES, YES, YES))
@@ -447,54 +439,7 @@ def may_write(actor: Principal, current: Fragment | None, new: Content, *,
     return _decide(actor, action, current, as_kind, context)
 
 
-def may_manage_token(actor: Principal | None, owner: str) -> bool:
-    """May ``actor`` create, see or revoke API tokens of the principal named ``owner``? ``None`` is
-    the local administrator (whoever can write the database file runs the CLI on it directly): always.
-    An admin principal manages every principal's tokens; any other principal only its own."""
-    if actor is None:
-        return True
-    return actor.admin or actor.name == owner
-
-
-def may_create_token(actor: Principal | None, owner: str) -> Decision:
-    """``may_manage_token`` for a new token, never by an agent, not even for itself: a token lasts, and an
-    agent that mints its own outlives the revocation of the one it was given."""
-    if actor is not None and actor.kind not in ("person", "service"):
-        return _deny(f"{actor.name} is an agent: it may not create tokens, not even for itself (an admin or the "
-                     "local administrator creates them; an agent may list and revoke its own)", "token-create")
-    if may_manage_token(actor, owner):
-        return ALLOW
-    return _deny(f"only an admin may create tokens for another principal ({actor.name} may create tokens for "
-                 f"{actor.name} only)", "token-create")
-
-
-def may_purge_traces(actor: Principal | None) -> Decision:
-    """May ``actor`` remove traces (what leads read in ``usage`` and ``gaps``)? Only admins, never one's own."""
-    if actor is None or actor.admin:
-        return ALLOW
-    return _deny(f"only an admin or the local administrator may purge traces ({actor.name} is not an admin)",
-                 "purge-traces")
-
-
-def sees_workspace_totals(actor: Principal | None) -> bool:
-    """May ``actor`` see figures about the whole workspace (``info``'s counts, the server's /metrics)? The
-    local administrator (``None``) and admin principals; anyone else is told only about what it sees."""
-    return actor is None or actor.admin
-
-
-def may_calibrate(actor: Principal | None) -> bool:
-    """May ``actor`` refit or reset the confidence calibration (the floor below which everyone's
-    ``context`` abstains)? Whoever may see the workspace's totals: the local administrator and admins."""
-    return sees_workspace_totals(actor)
-
-
-def taken_message(fragment_id: str) -> str:
-    """What a create says when the id belongs to a fragment the actor may not see. Ids are one
-    namespace per workspace, so a create cannot succeed; the message names no scope, owner or title."""
-    return f"id {fragment_id!r} is not available: choose another id"
-
-
 __all__ = ["Decision", "ACTIONS", "RULES", "KIND_RULES", "WRITE_ACTIONS", "offered", "may", "require", "may_write",
            "write_action", "sees", "sees_scope", "sees_query", "taken_message", "may_manage_token", "may_create_token",
            "may_purge_traces", "may_calibrate", "sees_workspace_totals", "call_scopes", "proposed_by", "authored",
-           "reviews"]
+           "reviews", "member_sees", "receiving"]

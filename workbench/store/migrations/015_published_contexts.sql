@@ -1,0 +1,46 @@
+-- Published contexts (issue 30): a set published under ORG/SET, materialised as numbered
+-- versions (which fragment, at which fragment version, in which scope, pinned by the publisher)
+-- with a changelog per version, and the subscriptions of other scopes to it. Ending either side
+-- sets ended_at; rows are kept (the publisher's changelog, who subscribed).
+CREATE TABLE published_contexts (
+    name            VARCHAR PRIMARY KEY,      -- ORG/SET, ORG the org of the set's scope
+    set_name        VARCHAR NOT NULL,
+    set_scope       VARCHAR NOT NULL,
+    owner           VARCHAR NOT NULL,         -- who published it (the set's owner or a lead of its scope)
+    version_policy  VARCHAR NOT NULL,         -- latest | pinned: what a new subscription follows
+    with_pins       BOOLEAN NOT NULL,         -- the publisher's pins travel with the context
+    created_at      TIMESTAMP NOT NULL,
+    ended_at        TIMESTAMP
+);
+
+CREATE TABLE published_versions (
+    context           VARCHAR NOT NULL,
+    version           INTEGER NOT NULL,
+    fragment_id       VARCHAR NOT NULL,
+    fragment_version  INTEGER NOT NULL,
+    fragment_scope    VARCHAR NOT NULL,       -- the scope it was published with
+    pinned            BOOLEAN NOT NULL,       -- pinned by the publisher (travels when with_pins)
+    PRIMARY KEY (context, version, fragment_id)
+);
+
+CREATE TABLE published_changes (
+    context         VARCHAR NOT NULL,
+    version         INTEGER NOT NULL,
+    published_by    VARCHAR NOT NULL,
+    created_at      TIMESTAMP NOT NULL,
+    reason          VARCHAR NOT NULL,         -- publish | set-add | set-remove
+    changelog       VARCHAR NOT NULL,         -- JSON {"added": [...], "removed": [...], "changed": [...]}
+    PRIMARY KEY (context, version)
+);
+
+CREATE TABLE subscriptions (
+    context         VARCHAR NOT NULL,
+    scope           VARCHAR NOT NULL,         -- where the published fragments apply
+    subscribed_by   VARCHAR NOT NULL,
+    version         INTEGER,                  -- a pinned subscription's context version; NULL follows the latest
+    created_at      TIMESTAMP NOT NULL,
+    ended_at        TIMESTAMP,
+    PRIMARY KEY (context, scope)
+);
+
+INSERT INTO meta VALUES ('published', '0');  -- bumped by every change above: receipts are cached on it
