@@ -94,6 +94,12 @@ def test_received_rows_are_read_only_by_the_policy(pub):
     assert not any(b.org == "northwind" for b, _ in nodes)
     for branch, count in nodes:
         assert len(rows(items, branch=branch)) == count, branch
+    # the publisher's pins do not cross (it did not publish --with-pins); the subscriber's own do
+    pub.pin(DEPLOY, scope="org=northwind,repo=platform-infra", actor="dan.kowalski")
+    assert {r.id for r in pub.browse(principal="dan.kowalski") if r.pinned} == {DEPLOY}
+    assert not any(r.pinned for r in pub.browse(principal="tomas.silva"))
+    pub.pin(DEPLOY, scope=SRE, actor="tomas.silva")
+    assert {r.id for r in pub.browse(principal="tomas.silva") if r.pinned} == {DEPLOY}
 
 
 async def test_browse_shows_the_subscribed_branch_read_only(pub):
@@ -217,3 +223,22 @@ async def test_export_screen_exports_a_published_context(pub, tmp_path):
         await pilot.press("ctrl+s")
         await until(pilot, lambda: (tmp_path / "claude" / "CLAUDE.md").exists())
     assert f"via {CTX}" in (tmp_path / "claude" / "CLAUDE.md").read_text(encoding="utf-8")
+
+
+# -- the sample workspace's published context -------------------------------------------------
+
+@pytest.fixture
+def sample(sample_workspace):
+    with Workbench.open(sample_workspace) as wb:
+        yield wb
+
+
+def test_browse_subscribed_branch_snapshot(sample, snap_compare):
+    """tomas.silva (a Tidewater SRE lead) on the sample: the "subscribed" branch with the sample's
+    northwind/platform context, its rows selected, at 80×24."""
+    async def choose(pilot):
+        screen = await _browse(pilot)
+        await _open_branch(pilot, screen, CTX)
+        assert screen.rows and all(r.via == CTX for r in screen.rows)
+        await pilot.pause()
+    assert snap_compare(app_for(sample, principal="tomas.silva"), terminal_size=SMALL, run_before=choose)

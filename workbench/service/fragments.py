@@ -104,9 +104,10 @@ class Fragments(Feature):
         who = self.principal(principal)
         within = Scope.coerce(scope)
         now = now or utcnow()
-        pinned = {p["fragment_id"] for p in self.ws.index.pins(now)}
+        pins = self.ws.index.pins(now)
+        pinned = {p["fragment_id"] for p in pins}
         rows = summaries(self.store.summaries(), who, pinned=pinned, now=now, include_archived=include_archived)
-        rows = refine(self.store, who, rows)   # received rows: what the policy lets ``who`` do on them
+        rows = refine(self.store, who, rows, pins)   # received rows: what the policy lets ``who`` do on them
         return [r for r in rows if (owner is None or r.owner == owner) and (kind is None or r.kind == kind)
                 and (within is None or within.contains(r.scope)) and (not stale_only or r.stale)]
 

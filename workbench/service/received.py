@@ -58,11 +58,16 @@ def received(who: Principal, fragment: Fragment) -> Received | None:
     return Received(found.via, found.version, frozenset(actions), pin_in)
 
 
-def refine(store: "Store", who: Principal, rows: list[Any]) -> list[Any]:
+def refine(store: "Store", who: Principal, rows: list[Any], pins: list[dict[str, Any]]) -> list[Any]:
     """Browse rows (``browse.Summary``) whose ``received`` the listing marked (read-only, with
-    ``via``), with the policy's answer for each: what ``who`` may do on it."""
+    ``via``), with the policy's answer for each: what ``who`` may do on it; and pinned only by a pin
+    in force (``pins``: ``Store.pins`` rows) in a scope ``who`` sees, or by the publisher's pin
+    when it travels with the context (the publisher's other pins do not cross)."""
     ids = sorted({r.id for r in rows if r.received is not None})
     if not ids:
         return rows
     answers = {f.id: received(who, f) for f in store.fragments(ids=ids)}
-    return [replace(r, received=answers.get(r.id) or r.received) if r.received is not None else r for r in rows]
+    seen = {p["fragment_id"] for p in pins if who.can_see(Scope.parse(p["scope"]))}
+    return [replace(r, received=answers.get(r.id) or r.received,
+                    pinned=r.id in seen or any(rc.pinned for rc in who.receipts(r.id)))
+            if r.received is not None else r for r in rows]

@@ -249,7 +249,7 @@ class BrowseScreen(RowActions, WbScreen):
         via = [] if row.received is None else [f"via {row.received.via}" + (
             f" (v{row.received.version})" if row.received.version is not None else "") + " · read-only"]
         self.query_one("#browse-detail", Static).update(" · ".join(
-            [row.id, row.title, str(row.scope), *via, *([folded] if folded else [])]))
+            [row.id, *via, row.title, str(row.scope), *([folded] if folded else [])]))
 
     def row_fragment(self) -> RowFragment | None:
         table = self.query_one("#fragments", FitTable)
