@@ -242,3 +242,24 @@ def test_browse_subscribed_branch_snapshot(sample, snap_compare):
         assert screen.rows and all(r.via == CTX for r in screen.rows)
         await pilot.pause()
     assert snap_compare(app_for(sample, principal="tomas.silva"), terminal_size=SMALL, run_before=choose)
+
+
+async def test_published_screen_shows_both_sides(pub):
+    app = app_for(pub, principal="dan.kowalski")
+    async with app.run_test(size=SMALL) as pilot:
+        await _browse(pilot)
+        app.action_published()
+        await until(pilot, lambda: type(app.screen).__name__ == "PublishedScreen")
+        await settle(pilot)
+        area = app.screen.query_one("#published-text")
+        await until(pilot, lambda: "Published from your scopes" in area.text)
+        assert f"{CTX}  v1" in area.text and f"subscribed by {SRE}" in area.text
+    app = app_for(pub, principal="raj.patel")   # neither side: only what is published, to subscribe
+    async with app.run_test(size=SMALL) as pilot:
+        await _browse(pilot)
+        app.action_published()
+        await until(pilot, lambda: type(app.screen).__name__ == "PublishedScreen")
+        await settle(pilot)
+        area = app.screen.query_one("#published-text")
+        await until(pilot, lambda: "Published from your scopes" in area.text)
+        assert "subscribed by" not in area.text and f"{CTX}  v1  by dan.kowalski" in area.text

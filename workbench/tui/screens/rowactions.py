@@ -8,9 +8,9 @@ BINDINGS (ids ``<screen>-pin`` ...), says which fragment the cursor is on (``row
 which table holds the rows (``ROW_TABLE``). The keys act only while that table has focus (so never
 while a text field or a button has focus), on the focused row only. Verify, snooze, unpin and
 archive ask first; edit and pin open their own editor or dialog (that is the asking). On a row the
-principal receives through a subscription, only the keys the core allows it there act (``row_allows``). Writes go
-through ``app.submit(write=True)``; errors come back as notifications in the TUI's words; after a
-write the screen's ``reload()`` runs. Plain letters never act here: they move between screens.
+principal receives through a subscription (``RowFragment.received``), only the keys the core allows
+it there act (``row_allows``). Writes go through ``app.submit(write=True)``; errors come back as
+notifications in the TUI's words; after a write the screen's ``reload()`` runs. Plain letters never act here: they move between screens.
 """
 
 from __future__ import annotations
