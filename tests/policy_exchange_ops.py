@@ -147,7 +147,11 @@ class ExchangeOps:
         call = (lambda: self.wb.get(fid, principal=actor)) if what == "get" else \
             (lambda: self.wb.history(fid, principal=actor))
         ok, result = self.attempt(what, verdicts, call, f"{what} {fid} as {actor}", gone=self.gone(actor, fid))
-        if ok and what == "history":
+        if ok and what == "history" and not self.oracle.member_visible(actor, self.state_of(fid)):
+            # received through a subscription (latest): the version served, and no other
+            self.check([v.number for v in result] == [len(self.frags[fid].versions)],
+                       f"history {fid} as {actor} (received): {[v.number for v in result]}")
+        elif ok and what == "history":
             for v, (c, author) in zip(result, self.frags[fid].versions):
                 self.check(v.author == author, f"history {fid}: author {v.author} != {author}")
                 shown = not getattr(v, "hidden", False)
@@ -271,6 +275,9 @@ class ExchangeOps:
             self.fail(f"search as {maker}: {e}")
         for hit in result.hits + result.avoid:
             self.check(self.visible(maker, hit.id), f"search as {maker} served {hit.id}, which {maker} cannot see")
+            received = not self.oracle.member_visible(maker, self.state_of(hit.id))
+            self.check(hit.via == (self.context[0] if received else None),
+                       f"search as {maker}: {hit.id} via {hit.via}, received: {received}")
         self.traces.append((result.trace_id, maker))
         tid, owner = data.draw(st.sampled_from(self.traces))
         verdicts = both(lambda r: self.oracle.read_trace(reader, owner))
@@ -279,5 +286,7 @@ class ExchangeOps:
         if ok:
             for item in trace["served"]:
                 c, _ = self.frags[item["id"]].versions[item["version"] - 1]
-                self.check(sees(self.people[reader], c.scope, c.owner),
+                now = self.state_of(item["id"])   # received: shown while received, at the version served now
+                self.check(sees(self.people[reader], c.scope, c.owner) or (
+                    now.receives(reader) and item["version"] == len(self.frags[item["id"]].versions)),
                            f"trace {tid} as {reader} shows {item['id']}@v{item['version']} in {c.scope.text()}")

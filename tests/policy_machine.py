@@ -37,7 +37,8 @@ from workbench.errors import NotFound, UserError
 OPERATIONS = (("ingest_file",) * 3 + ("add_antipattern",) * 2 + ("edit_body",) * 2 + ("edit_whole_file",) * 3
               + ("archive_or_restore",) * 2 + ("revert",) * 2 + ("verify_or_snooze",) * 2 + ("pin",) * 2
               + ("unpin",) * 2 + ("merge",) * 3 + ("import_bundle",) * 3 + ("read_fragment",) * 2
-              + ("export_files", "create_set", "show_set", "export_set_bundle", "search_and_trace"))
+              + ("export_files", "create_set", "show_set", "export_set_bundle", "search_and_trace")
+              + ("publish", "subscribe") * 2)   # policy_publish_ops.py
 
 STATS: dict = {}
 
@@ -78,6 +79,9 @@ class MachineBase(RuleBasedStateMachine):
         self.snoozed: set[str] = set()
         self.verified: set[str] = set()
         self.sets: dict[tuple[str, str], tuple[str, Where, list[str]]] = {}  # (name, scope) → owner, scope, ids
+        self.context: tuple[str, tuple[str, str]] | None = None   # the published context: (ORG/SET, set key)
+        self.published: dict[str, Where] = {}    # its latest version: fragment id → the scope it was published with
+        self.subscribed: list[Where] = []        # the scopes subscribing to it
         self.traces: list[tuple[str, str]] = []
         self.bundles: list[Path] = []
         self.events = 0
@@ -127,8 +131,17 @@ class MachineBase(RuleBasedStateMachine):
             self.fail(message)
 
     def state_of(self, fid: str) -> State | None:
+        """A fragment's state, with who receives it (the model of policy/receiving.py, see PublishOps)."""
         f = self.frags.get(fid)
-        return f.cur.state() if f else None
+        if f is None:
+            return None
+        state = f.cur.state()
+        where = self.published.get(fid)
+        if where is None or state.status != "active" or not where.inside(state.scope):
+            return state
+        receipts = frozenset((w.name, s) for s in self.subscribed for w in self.people.values() if member_of(w, s))
+        STATS["received_states"] = STATS.get("received_states", 0) + bool(receipts)
+        return replace(state, receipts=receipts)
 
     def visible(self, who: str, fid: str) -> bool:
         return self.oracle.visible(who, self.state_of(fid))
@@ -271,7 +284,7 @@ class MachineBase(RuleBasedStateMachine):
         if cur is None:
             return both(lambda r: Verdict.no("unknown fragment", hidden=True))
         changed = not cur.cur.same_besides_owner_scope(new)
-        return both(lambda r: self.oracle.change(actor, cur.cur.state(), new.state(), content_changed=changed,
+        return both(lambda r: self.oracle.change(actor, self.state_of(fid), new.state(), content_changed=changed,
                                                  reading=r))
 
     def count(self, op: str, verdicts: dict[str, Verdict], outcome: str, error: Exception | None = None):

@@ -72,11 +72,18 @@ class Who:
 
 @dataclass(frozen=True)
 class State:
-    """What the rules look at in a fragment: its scope, owner and status."""
+    """What the rules look at in a fragment: its scope, owner and status; and who receives it
+    through a subscription (``receipts``: (principal, subscription scope) pairs, from the test's
+    model of published contexts: the fragment is in the context's served version, active, and its
+    scope still contains the one it was published with)."""
 
     scope: Where
     owner: str
     status: str = "active"
+    receipts: frozenset[tuple[str, Where]] = frozenset()
+
+    def receives(self, name: str) -> bool:
+        return any(who == name for who, _ in self.receipts)
 
 
 @dataclass(frozen=True)
@@ -152,6 +159,11 @@ class Oracle:
         return self.principals.get(name)
 
     def visible(self, actor: str, state: State | None) -> bool:
+        """Reads: a member of the fragment's scope, or a principal who receives it."""
+        return self.member_visible(actor, state) or (state is not None and state.receives(actor))
+
+    def member_visible(self, actor: str, state: State | None) -> bool:
+        """What every write asks: a received fragment is read-only (refused, but not as unknown)."""
         who = self._who(actor)
         return state is not None and who is not None and sees(who, state.scope, state.owner)
 
@@ -174,6 +186,8 @@ class Oracle:
         and scope differs (body, title, tags, links, sources, status)."""
         who = self._who(actor)
         if current is None or who is None or not sees(who, current.scope, current.owner):
+            if current is not None and current.receives(actor):
+                return Verdict.no("received through a subscription: read-only")
             return Verdict.no("unknown or invisible fragment", hidden=True)
         if content_changed and not sees_scope(who, current.scope, current.owner, reading):
             return Verdict.no(f"{actor} cannot see the current scope {current.scope.text()}")
@@ -192,8 +206,8 @@ class Oracle:
 
     def owner_only(self, actor: str, current: State | None) -> Verdict:
         """verify / snooze."""
-        if not self.visible(actor, current):
-            return Verdict.no("unknown or invisible fragment", hidden=True)
+        if not self.member_visible(actor, current):
+            return Verdict.no("unknown, invisible or received fragment", hidden=not self.visible(actor, current))
         if actor != current.owner:
             return Verdict.no(f"only the owner ({current.owner}) may")
         return kind_refusal(self._who(actor), False, current.scope) or Verdict.ok("owner")
@@ -205,6 +219,9 @@ class Oracle:
         who = self._who(actor)
         if not self.visible(actor, current):
             return Verdict.no("unknown or invisible fragment", hidden=True)
+        received = not self.member_visible(actor, current)   # pinned only inside a scope it is received in
+        if received and not any(name == actor and where.inside(s) for name, s in current.receipts):
+            return Verdict.no(f"received: {actor} may pin it only where it is received")
         if not leads(who, where):
             return Verdict.no(f"{actor} does not lead {where.text()}")
         refused = kind_refusal(who, True, where)
@@ -214,7 +231,7 @@ class Oracle:
             return Verdict.no(f"nobody declared the session {where.session}")
         if current.status != "active":
             return Verdict.no("not active")
-        if current.scope.org != where.org or not current.scope.meets(where):
+        if not received and (current.scope.org != where.org or not current.scope.meets(where)):
             return Verdict.no(f"{current.scope.text()} does not apply in {where.text()}")
         return Verdict.ok("pin")
 
@@ -235,8 +252,9 @@ class Oracle:
         """The actor sees both, same org (and, to make sense, two distinct active fragments)."""
         if keep_id == drop_id:
             return Verdict.no("a fragment into itself", hidden=None)
-        if not self.visible(actor, keep) or not self.visible(actor, drop):
-            return Verdict.no("unknown or invisible fragment", hidden=True)
+        for state in (keep, drop):   # in this order: a received one is refused as read-only
+            if not self.member_visible(actor, state):
+                return Verdict.no("unknown, invisible or received fragment", hidden=not self.visible(actor, state))
         if keep.scope.org != drop.scope.org:
             return Verdict.no("different orgs")
         if keep.status != "active" or drop.status != "active":
@@ -268,8 +286,25 @@ class Oracle:
         return kind_refusal(who, False, scope) or Verdict.ok("set")
 
     def exports(self, principal: str, state: State) -> bool:
-        """An export holds only what its principal sees."""
-        return self.visible(principal, state)
+        """An export of fragment files holds only what its principal sees as a member of its scopes
+        (the files are its own knowledge: never a fragment it receives)."""
+        return self.member_visible(principal, state)
+
+    def publish(self, actor: str, set_owner: str, set_scope: Where) -> Verdict:
+        """Publish a set: a reader of the set who owns it or leads its scope; agents never."""
+        who = self._who(actor)
+        if who is None or not self.read_set(actor, set_owner, set_scope).allowed:
+            return Verdict.no("cannot read the set", hidden=True)
+        if actor != set_owner and not leads(who, set_scope):
+            return Verdict.no(f"{actor} neither owns the set nor leads {set_scope.text()}")
+        return kind_refusal(who, True, set_scope) or Verdict.ok("publish")
+
+    def subscribe(self, actor: str, scope: Where) -> Verdict:
+        """Subscribe a scope: a lead of it; agents never."""
+        who = self._who(actor)
+        if who is None or not leads(who, scope):
+            return Verdict.no(f"{actor} does not lead {scope.text()}")
+        return kind_refusal(who, True, scope) or Verdict.ok("subscribe")
 
 
 def both(decide) -> dict[str, Verdict]:

@@ -36,7 +36,7 @@ def test_sets_by_scope_query_and_hand(wb, sample_workspace, cli):
     assert "nw-adr-0007-idempotency-keys" in [f["id"] for f in queried["fragments"]]
     wb.close()
     r = cli("set", "show", "nope", workspace=sample_workspace)
-    assert r.returncode == 2 and "unknown set 'nope' (known: idempotency, payments-core)" in r.stderr
+    assert r.returncode == 2 and "unknown set 'nope' (known: idempotency, payments-core, platform)" in r.stderr
     r = cli("set", "show", "payments-core", "--as", "raj.patel", "--json", workspace=sample_workspace)
     assert r.returncode == 2 and "unknown set 'payments-core' (known: none yet)" in r.stderr  # not even its name
     r = cli("set", "show", "payments-core", "--as", "agent.nw-coder", "--json", workspace=sample_workspace)

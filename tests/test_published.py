@@ -170,3 +170,52 @@ def test_the_publisher_sees_subscribers_and_counts_only(pub):
     assert [s["context"] for s in seen["subscriptions"]] == [CTX]
     assert set(seen["subscriptions"][0]["receives"]) == {DEPLOY, ONCALL}
     assert "fragments" not in pub.published_context(CTX, principal="raj.patel")   # discoverable, not its members
+
+
+def test_a_subscriber_gets_no_usage_or_curation_work_of_the_publisher(pub):
+    pub.search("zeppelin", principal="dan.kowalski", pipeline="bm25", calibrate=False)
+    served = {u.fragment.id for u in pub.usage(principal="tomas.silva").served}
+    never = {u.fragment.id for u in pub.usage(principal="tomas.silva").never_served}
+    assert not {DEPLOY, ONCALL} & (served | never)
+    with pytest.raises(NotFound):
+        pub.fragment_usage(DEPLOY, principal="tomas.silva")
+    stale = pub.stale(principal="tomas.silva", days=1, now=__import__("datetime").datetime(2100, 1, 1))
+    assert stale and not {DEPLOY, ONCALL} & {s.fragment.id for s in stale}   # its own stale knowledge only
+
+
+# -- the sample workspace: northwind/platform, subscribed by org=tidewater,persona=sre -------------
+
+def test_the_sample_context_reaches_exactly_tidewaters_sres_on_every_face(sample_workspace, cli):
+    import json
+
+    from workbench.mcp.server import _fetch
+    from workbench.models import Scope
+
+    rollback, sre = "nw-rb-deploy-rollback", Scope("tidewater", persona="sre")
+    with Workbench.open(sample_workspace) as wb:
+        published = {m["id"] for m in wb.published_context("northwind/platform", principal="dan.kowalski")["fragments"]}
+        assert rollback in published and "nw-rb-ledger-imbalance" not in published
+        for who in wb.principals():
+            member = "northwind" in who.orgs and who.can_see(Scope("northwind", "platform-infra"))
+            receives = who.can_see(sre) and not member
+            hits = {h.id: h.via for h in wb.search("roll back a bad deploy argo rollouts", principal=who.name,
+                                                  pipeline="bm25", calibrate=False, k=50).hits}
+            assert (rollback in hits) == (member or receives), who.name
+            assert hits.get(rollback) == ("northwind/platform" if receives else None), who.name
+            if "northwind" not in who.orgs:   # nothing else of northwind crosses
+                assert set(hits) - published <= {i for i in hits if not i.startswith("nw-")}, who.name
+            if receives:
+                assert _fetch(wb, rollback, who)["via"] == "northwind/platform"
+    shown = cli("show", rollback, "--as", "agent.tw-ops", "--json", workspace=sample_workspace)
+    assert shown.returncode == 0 and json.loads(shown.stdout)["via"] == "northwind/platform"
+    refused = cli("show", rollback, "--as", "raj.patel", workspace=sample_workspace)
+    assert refused.returncode == 2 and "unknown fragment" in refused.stderr
+    mine = json.loads(cli("subscriptions", "--as", "agent.tw-ops", "--json", workspace=sample_workspace).stdout)
+    assert [s["context"] for s in mine["subscriptions"]] == ["northwind/platform"]
+    denied = cli("subscribe", "northwind/platform", "--scope", "org=tidewater", "--as", "agent.tw-ops",
+                 workspace=sample_workspace)
+    assert denied.returncode == 2 and "Traceback" not in denied.stderr
+    removed = cli("set", "remove", "platform", rollback, "--as", "dan.kowalski", workspace=sample_workspace)
+    assert removed.returncode == 0
+    gone = cli("show", rollback, "--as", "agent.tw-ops", workspace=sample_workspace)
+    assert gone.returncode == 2 and "unknown fragment" in gone.stderr   # at once

@@ -2,6 +2,10 @@
 
 The oracle below is written independently of ``Principal.can_see``; hypothesis generates
 principals and checks every read path (list, get, history, diff, versions) against it.
+
+The workspace carries a published context (issue 30): Northwind's set of its payments-api scope,
+published, and subscribed by ``SUBSCRIBER``: a member of that scope also receives exactly the
+published fragments (``published``), on every path, and nothing else of Northwind.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ ORGS = {"northwind": (["payments-api", "ledger"], ["backend", "sre"]),
         "tidewater": (["dispatch", "fleet-app"], ["backend", "data"])}
 SESSIONS = ["s-1", "s-2"]
 OWNERS = {"northwind": "priya.raman", "tidewater": "lena.fischer"}
+PUBLISHED_SET = Scope("northwind", "payments-api")        # the set northwind publishes (its owner: priya.raman)
+SUBSCRIBER = Scope("tidewater", persona="data")            # the scope that subscribes (led by lena.fischer)
 
 
 def all_scopes():
@@ -51,6 +57,9 @@ def scoped(request, tmp_path_factory):
         added += len(report.added)
     assert added == len(list(all_scopes()))
     bench.edit(fid(Scope("northwind")), "second version", reason="v2", actor="priya.raman")
+    bench.set_create("pay", scope=str(PUBLISHED_SET), actor="priya.raman")
+    bench.publish("pay", actor="priya.raman")
+    bench.subscribe("northwind/pay", scope=str(SUBSCRIBER), actor="lena.fischer")
     yield bench
     bench.close()
 
@@ -62,6 +71,20 @@ def oracle(p: Principal, s: Scope, owner: str) -> bool:
             and (s.repo is None or grants_repo)
             and (s.persona is None or grants_persona)
             and (s.session is None or s.session in p.sessions or owner == p.name))
+
+
+def published() -> set[str]:
+    """What the published set holds, stated apart from the code: the fragments of its org that apply
+    in its scope (no level both set differs), none session-scoped."""
+    return {fid(s) for s in all_scopes() if s.org == PUBLISHED_SET.org and s.session is None
+            and s.repo in (None, PUBLISHED_SET.repo)}
+
+
+def expected_for(p: Principal) -> set[str]:
+    """What ``p`` sees: its scopes' fragments, and the published ones when it is a member of the
+    subscribing scope."""
+    seen = {fid(s) for s in all_scopes() if oracle(p, s, OWNERS[s.org])}
+    return seen | (published() if oracle(p, SUBSCRIBER, None) else set())
 
 
 def grants(org_names, kind_index):
@@ -81,7 +104,7 @@ principals = st.builds(
 @settings(max_examples=examples(75), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(principal=principals)
 def test_no_read_path_leaks(scoped, principal):
-    expected = {fid(s) for s in all_scopes() if oracle(principal, s, OWNERS[s.org])}
+    expected = expected_for(principal)
     listed = {f.id for f in scoped.list(principal=principal)}
     assert listed == expected
     for org in ORGS:  # a --scope filter narrows, it never widens
@@ -109,7 +132,7 @@ WORDS = ["deploys", "shared", "words", "note", "about", "rollback", "kafka", "no
        k=st.integers(1, 40), pipeline=st.sampled_from(["hybrid", "bm25", "dense"]))
 def test_search_context_and_traces_never_leak(scoped, principal, words, k, pipeline):
     query = " ".join(words)
-    expected = {fid(s) for s in all_scopes() if oracle(principal, s, OWNERS[s.org])}
+    expected = expected_for(principal)
     result = scoped.search(query, principal=principal, k=k, pipeline=pipeline)
     served = [h.id for h in result.hits + result.avoid]
     assert set(served) <= expected
@@ -172,3 +195,15 @@ def test_scope_parse_rejects(text):
 
     with pytest.raises(UserError):
         Scope.parse(text)
+
+
+def test_a_subscriber_receives_exactly_the_published_fragments(scoped):
+    member = Principal("someone", orgs=("tidewater",), personas=("tidewater/data",))
+    assert published() and published() <= expected_for(member)
+    assert {f.id for f in scoped.list(principal=member)} == expected_for(member)
+    hits = scoped.search("shared words about deploys", principal=member, k=100, pipeline="bm25", calibrate=False).hits
+    via = {h.id: h.via for h in hits}
+    assert {i for i, v in via.items() if v} == published() & set(via) and len(published() & set(via)) >= 3
+    assert set(via.values()) <= {None, "northwind/pay"}
+    outside = Principal("someone", orgs=("tidewater",), personas=("tidewater/backend",))
+    assert not {f.id for f in scoped.list(principal=outside)} & published()

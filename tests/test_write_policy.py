@@ -66,6 +66,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from policy_exchange_ops import ExchangeOps
 from policy_machine import STATS, MachineBase, reset_stats
 from policy_oracle import Where
+from policy_publish_ops import PublishOps
 from policy_workspace import CLAIMED_AUTHOR, C, bundle_record, write_bundle
 from policy_write_ops import WriteOps
 
@@ -76,7 +77,7 @@ EXAMPLES = int(os.environ.get("WORKBENCH_POLICY_EXAMPLES", "35"))
 STEPS = int(os.environ.get("WORKBENCH_POLICY_STEPS", "100"))
 
 
-class WritePolicyMachine(WriteOps, ExchangeOps, MachineBase):
+class WritePolicyMachine(WriteOps, ExchangeOps, PublishOps, MachineBase):
     """The whole machine: state and checks (MachineBase) and every operation."""
 
 

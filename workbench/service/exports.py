@@ -94,9 +94,9 @@ class Exports(Feature):
         within = Scope.coerce(scope)
         who = self.principal(principal)
         withheld = set() if allow_secret else self.store.secret_flagged()
-        return [f for f in self.store.fragments() if f.status in ("active", "archived")
-                and (within is None or within.contains(f.scope)) and policy.may(who, "export", f)
-                and f.id not in withheld]
+        return [f for f in self.store.fragments() if f.status in ("active", "archived")   # not what it receives:
+                and (within is None or within.contains(f.scope)) and policy.may(who, "export", f)  # files are
+                and policy.member_sees(who, f) and f.id not in withheld]                            # its own
 
     # -- curated sets -------------------------------------------------------------------
 

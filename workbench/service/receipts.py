@@ -30,14 +30,11 @@ def workspace_receipts(ws: Any) -> tuple[Receipt, ...]:
     cached = getattr(ws, "_receipts", None)
     if cached is not None and cached[0] == key:
         return cached[1]
-    rows = ws.store.received_rows()
-    current = {f.id: f for f in ws.store.fragments(ids=sorted({r[4] for r in rows}))} if rows else {}
     out = []
-    for context, scope, pinned_at, _served, fid, fversion, fscope, pinned, with_pins in rows:
-        f = current.get(fid)
+    for context, scope, pinned_at, _served, fid, fversion, fscope, pinned, with_pins, *now in ws.store.received_rows():
         receipt = Receipt(fid, context, Scope.parse(fscope), Scope.parse(scope),
                           int(fversion) if pinned_at is not None else None, bool(pinned and with_pins))
-        if f is not None and receiving.holds(receipt, f):
+        if receiving.holds_at(receipt, Scope(*now[:4]), now[4]):
             out.append(receipt)
     ws._receipts = (key, tuple(out))
     return ws._receipts[1]

@@ -74,7 +74,7 @@ class Staleness(Feature):
         check_days(days)
         who = self.principal(principal)
         now = now or utcnow()
-        fragments = [f for f in self.store.fragments(status="active") if policy.sees(who, f)]
+        fragments = [f for f in self.store.fragments(status="active") if policy.member_sees(who, f)]  # not received
         ids = {f.id for f in fragments}
         in_degree: dict[str, int] = {}
         for f in fragments:

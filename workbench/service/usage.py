@@ -3,8 +3,10 @@ how often and by whom; and the active fragments never served in a window, as arc
 
 ``Usage.served`` is the one counting call: the usage report, a fragment's usage line (the TUI)
 and the staleness scan all count through it. Whose calls are named is policy.py's (read-usage);
-fragments the viewer may not see are never named. Reports are read as a viewer: a principal, or
-the local administrator (no principal given and no default: every call, every fragment).
+fragments the viewer may not see are never named, nor those it only receives through a subscription
+(their usage is the publisher's: ``workbench published`` shows it the counts of subscribers' calls).
+Reports are read as a viewer: a principal, or the local administrator (no principal given and no
+default: every call, every fragment).
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ class Usage(Feature):
         served, hidden = [], 0
         for fid, count in counts.items():
             f = known.get(fid)
-            if f is None or (who is not None and not policy.sees(who, f)):
+            if f is None or (who is not None and not policy.member_sees(who, f)):
                 hidden += bool(count.principals)   # served to a call the viewer may read, now out of its sight
                 continue
             if within is None or within.contains(f.scope):
@@ -80,7 +82,7 @@ class Usage(Feature):
         served.sort(key=lambda u: (-u.served.count, -u.served.last.timestamp(), u.fragment.id))
         never = [Unserved(f, last_touched(f), (now - last_touched(f)).days)
                  for f in self.store.fragments(status="active", within=within)
-                 if f.id not in counts and (who is None or policy.sees(who, f))]
+                 if f.id not in counts and (who is None or policy.member_sees(who, f))]
         never.sort(key=lambda u: (u.last_touched, u.fragment.id))
         return UsageReport(days, since, now, who.name if who else None, str(within) if within else None,
                            tuple(served), tuple(never), hidden)
@@ -91,7 +93,7 @@ class Usage(Feature):
         check_days(days)
         who = viewer(self.ws, principal)
         fragment = self.store.get(fragment_id) if isinstance(fragment_id, str) else None
-        if fragment is None or (who is not None and not policy.sees(who, fragment)):
+        if fragment is None or (who is not None and not policy.member_sees(who, fragment)):
             raise NotFound(f"unknown fragment {fragment_id!r}")
         now = now or utcnow()
         return self.served(now - timedelta(days=days), now, who, fragment_id=fragment_id).get(fragment_id, NEVER)

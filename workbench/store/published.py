@@ -133,10 +133,13 @@ class PublishQueries:
     def received_rows(self) -> list[tuple]:
         """What every live subscription of a live context serves: (context, subscription scope,
         subscription's pinned version or None, served version, fragment id, fragment version,
-        published scope, publisher's pin, with_pins), by context, scope and fragment."""
+        published scope, publisher's pin, with_pins, and the fragment's current org, repo, persona,
+        session and status), by context, scope and fragment; fragments no longer stored are left out."""
         return [tuple(r) for r in self._q(
             "SELECT s.context, s.scope, s.version, v.version, v.fragment_id, v.fragment_version, v.fragment_scope, "
-            "v.pinned, c.with_pins FROM subscriptions s JOIN published_contexts c ON c.name = s.context "
+            "v.pinned, c.with_pins, f.org, f.repo, f.persona, f.session, f.status "
+            "FROM subscriptions s JOIN published_contexts c ON c.name = s.context "
             "JOIN published_versions v ON v.context = s.context AND v.version = COALESCE(s.version, "
             "(SELECT max(version) FROM published_changes p WHERE p.context = s.context)) "
+            "JOIN fragments f ON f.id = v.fragment_id "
             "WHERE s.ended_at IS NULL AND c.ended_at IS NULL ORDER BY s.context, s.scope, v.fragment_id")]
