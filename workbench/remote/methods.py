@@ -9,14 +9,14 @@ READ = frozenset({
     "superseded_by", "replaced_by", "trace", "graph_node", "pins", "stale", "preview_files", "set_show", "set_fragments",
     "render_agents", "quick_lexical", "health", "gaps", "usage", "fragment_usage",
     "proposals", "edit_impact", "actions", "calibration_info",
-    "published", "published_context", "subscriptions", "received_via",
+    "published", "published_context", "subscriptions", "received_via", "received", "context_fragments",
 })
 WRITE = frozenset({"edit", "revert", "pin", "unpin", "verify", "snooze", "add_antipattern", "add_fragment",
                    "propose", "accept", "reject",
                    "publish", "unpublish", "subscribe", "unsubscribe", "move_subscription"})
 # methods that read or write files on the server's disk, with the parameters naming them
 DISK = {"ingest": ("paths",), "ingest_git": ("path",), "import_bundle": ("folder",), "export_files": ("out",),
-        "export_bundle": ("out",), "export_agents": ("out",), "eval_golden": ("path",)}
+        "export_bundle": ("out",), "export_context_bundle": ("out",), "export_agents": ("out",), "eval_golden": ("path",)}
 # parameters of other methods that name files on the server's disk (admin only when given)
 DISK_PARAMS = {"search": ("reranker",), "context": ("reranker", "repo", "diff_range"), "edit_impact": ("golden",)}
 CONFIG = "config"   # the workspace's configuration (a property of the facade, fetched once by clients)

@@ -333,17 +333,26 @@ class Exports(Feature):
 
     # -- agent context files -------------------------------------------------------------
 
-    def agent_selection(self, *, scope: Scope | str, principal: str | Principal | None = None,
+    def agent_selection(self, *, scope: Scope | str | None = None, principal: str | Principal | None = None,
                         set_name: str | None = None, budget: int = DEFAULT_AGENT_BUDGET, now: datetime | None = None,
-                        allow_secret: bool = False):
+                        allow_secret: bool = False, context: str | None = None):
         """Pins and anti-patterns always; the rest ranked by authority then freshness, fitted to the budget
         (what does not fit is kept, best first, as ``optional``). Only what ``principal`` may see;
         fragments stored with a secret-guard override only with ``allow_secret``; never a fragment
-        superseded by one the principal sees (``superseded`` counts them)."""
+        superseded by one the principal sees (``superseded`` counts them). ``context`` (ORG/CONTEXT):
+        only the published context's fragments as the principal reads them (context_export.py), in
+        the scope it applies in for the principal unless ``scope`` is given."""
         from ..export.agents import Selection, item, with_via
         from ..retrieval.index import applies
+        from .context_export import context_members
 
         who = self.principal(principal)
+        members = None
+        if context is not None:
+            applies_in, members = context_members(self.ws, context, who)
+            scope = applies_in if scope is None else scope
+        if scope is None:
+            raise UserError("name a scope (or a published context) to export for", param="scope")
         where = Scope.coerce(scope)
         problem = self.config.check_scope(where)
         if problem:
@@ -356,7 +365,9 @@ class Exports(Feature):
         withheld = set() if allow_secret else self.store.secret_flagged()
         superseded = set(self.retrieval.supersessions(who))  # only by fragments this principal sees
         exportable = lambda f: policy.may(who, "export", f) and f.id not in withheld  # noqa: E731
-        if set_name is not None:
+        if members is not None:
+            pool = [f for f in members if exportable(f)]
+        elif set_name is not None:
             pool = [f for f in self.set_fragments(set_name, principal=who) if exportable(f)]
         else:
             pool = [f for f in self.store.fragments(status="active")
@@ -365,6 +376,8 @@ class Exports(Feature):
                      if f.scope.org != where.org and exportable(f) and any(   # received, where it applies
                          policy.receiving.received_within(r, where) for r in who.receipts(f.id))]
         pin_ids = self.retrieval.applicable_pins(who, where, now)
+        if members is not None:   # a context's own pins only
+            pin_ids = [i for i in pin_ids if i in {f.id for f in members}]
         pins = [f for f in self.store.fragments(status="active", ids=pin_ids)
                 if exportable(f) and f.kind != "anti-pattern"]
         pins.sort(key=lambda f: pin_ids.index(f.id))
@@ -393,15 +406,17 @@ class Exports(Feature):
                 optional.append(f)
         def served(fs: list) -> list:   # a received fragment as served, citing its context
             return [with_via(as_served(self.store, who, f), received_via(who, f)) for f in fs] if who.received else fs
-        return Selection(title=f"{self.config.name}: {where}", scope=str(where), pins=served(pins),
+        title = f"{self.config.name}: {where}" if context is None else f"{self.config.name}: {context} ({where})"
+        return Selection(title=title, scope=str(where), pins=served(pins),
                          avoid=served(avoid), knowledge=served(knowledge), omitted=len(optional),
                          optional=tuple(served(optional)), superseded=len(left_out))
 
-    def render_agents(self, fmt: str, *, scope: Scope | str, principal: str | Principal | None = None,
+    def render_agents(self, fmt: str, *, scope: Scope | str | None = None, principal: str | Principal | None = None,
                       set_name: str | None = None, budget: int = DEFAULT_AGENT_BUDGET, allow_secret: bool = False,
-                      base_url: str | None = None):
+                      base_url: str | None = None, context: str | None = None):
         """(files {relative path: text}, selection) for an agent context format, without writing.
-        ``base_url`` (llms-txt only) makes every link absolute."""
+        ``base_url`` (llms-txt only) makes every link absolute; ``context``: a published context's
+        fragments only (``agent_selection``)."""
         from ..export.agents import check_base_url, renderer
 
         render = renderer(fmt)
@@ -410,12 +425,13 @@ class Exports(Feature):
                 raise UserError(f"a base URL applies to llms-txt only, not {fmt}", param="base_url")
             base_url = check_base_url(base_url)
         selection = self.agent_selection(scope=scope, principal=principal, set_name=set_name, budget=budget,
-                                         allow_secret=allow_secret)
+                                         allow_secret=allow_secret, context=context)
         return render(selection, base_url=base_url), selection
 
-    def export_agents(self, fmt: str, out: str | Path, *, scope: Scope | str, principal: str | Principal | None = None,
-                      set_name: str | None = None, budget: int = DEFAULT_AGENT_BUDGET, force: bool = False,
-                      allow_secret: bool = False, base_url: str | None = None) -> dict[str, Any]:
+    def export_agents(self, fmt: str, out: str | Path, *, scope: Scope | str | None = None,
+                      principal: str | Principal | None = None, set_name: str | None = None,
+                      budget: int = DEFAULT_AGENT_BUDGET, force: bool = False, allow_secret: bool = False,
+                      base_url: str | None = None, context: str | None = None) -> dict[str, Any]:
         """Write an agent context format into ``out`` and record it in ``out/.workbench-export.json``.
         A re-export of the format into the same folder replaces its files and removes the ones it no
         longer writes; a file workbench did not write (or that changed since) is never overwritten or
@@ -430,12 +446,12 @@ class Exports(Feature):
         check_export_folder(folder, force=force)  # before the selection: a refusal costs nothing
         who = self.principal(principal)
         files, selection = self.render_agents(fmt, scope=scope, principal=who, set_name=set_name, budget=budget,
-                                              allow_secret=allow_secret, base_url=base_url)
+                                              allow_secret=allow_secret, base_url=base_url, context=context)
         exported = [*selection.pins, *selection.avoid, *selection.knowledge, *selection.optional]
         newest = max((max(f.updated_at, f.verified_at or f.updated_at) for f in exported), default=None)
         meta = {"principal": who.name, "scope": selection.scope, "set": set_name, "budget": budget,
                 "base_url": check_base_url(base_url) if base_url else None,
-                "generated_at": newest.isoformat() + "Z" if newest else None}
+                "generated_at": newest.isoformat() + "Z" if newest else None, **({"context": context} if context else {})}
         written = write_export(folder, sorted(files.items()), kind=fmt, meta=meta, force=force)
         return {"format": fmt, "dir": str(folder), "files": written.files, "manifest": MANIFEST,
                 "pruned": written.pruned, "pins": len(selection.pins), "avoid": len(selection.avoid),

@@ -19,6 +19,7 @@ the service's features, each in its own module and each told in its constructor 
     traces      Traces      trace retention, purges, the caller's latest trace
     proposing   Proposals   agent proposals: propose, the review queue, accept, reject
     publishing  Publishing  published contexts and subscriptions: publish, subscribe, their views
+    contexts    ContextExports  a published context as a bundle (agent files: exports, ``context=``)
 
 Every public method below is one of theirs, named in the table at the end of the class. The
 facade never renders output and never parses command lines; rules are decided in the features
@@ -52,6 +53,7 @@ from .search import Retrieval
 from .staleness import Staleness
 from .proposals import Proposals
 from .publishing import Publishing
+from .context_export import ContextExports
 from . import upkeep
 from .tokens import Tokens
 from .traces import Traces
@@ -89,6 +91,7 @@ class Workbench:
         self.staleness = Staleness(self.ws, self.fragments, self.usage_feature, self.gaps_feature, self.proposing)
         self.exports = Exports(self.ws, self.fragments, self.retrieval)
         self.publishing = Publishing(self.ws, self.exports)
+        self.contexts = ContextExports(self.ws)
         self.tokens = Tokens(self.ws)
         self.traces = Traces(self.ws)
         self.completion = Completion(self.ws)
@@ -281,6 +284,7 @@ class Workbench:
     get = _via("fragments", Fragments.get)
     history = _via("fragments", Fragments.history)
     received_via = _via("fragments", Fragments.received_via)
+    received = _via("fragments", Fragments.received)
     diff = _via("fragments", Fragments.diff)
     stats = _via("fragments", Fragments.stats)
     edit = _via("fragments", Fragments.edit)
@@ -373,6 +377,8 @@ class Workbench:
     unsubscribe = _via("publishing", Publishing.unsubscribe)
     move_subscription = _via("publishing", Publishing.move_subscription)
     subscriptions = _via("publishing", Publishing.subscriptions)
+    context_fragments = _via("contexts", ContextExports.context_fragments)
+    export_context_bundle = _via("contexts", ContextExports.export_context_bundle)
 
     complete_ids = _via("completion", Completion.fragment_ids)
     complete_scopes = _via("completion", Completion.scopes)

@@ -100,12 +100,15 @@ class Fragments(Feature):
                include_archived: bool = False, now=None) -> list:
         """Light rows (no bodies) for browsing, with stale and pin badges, scope-filtered."""
         from .browse import summaries
+        from .received import refine
 
         who = self.principal(principal)
         within = Scope.coerce(scope)
         now = now or utcnow()
-        pinned = {p["fragment_id"] for p in self.ws.index.pins(now)}
+        pins = self.ws.index.pins(now)
+        pinned = {p["fragment_id"] for p in pins}
         rows = summaries(self.store.summaries(), who, pinned=pinned, now=now, include_archived=include_archived)
+        rows = refine(self.store, who, rows, pins)   # received rows: what the policy lets ``who`` do on them
         return [r for r in rows if (owner is None or r.owner == owner) and (kind is None or r.kind == kind)
                 and (within is None or within.contains(r.scope)) and (not stale_only or r.stale)]
 
@@ -131,6 +134,15 @@ class Fragments(Feature):
         when it sees it as a member of its scope. Scope-checked like ``get``."""
         who = self.principal(principal)
         return received_via(who, self.visible(self.store.get(self.resolve(fragment_id)), who, fragment_id))
+
+    def received(self, fragment_id: str, *, principal: str | Principal | None = None):
+        """How ``principal`` receives the fragment (``received.Received``: via, the version served,
+        the writes the policy allows it on it), None when it sees it as a member of its scope.
+        Scope-checked like ``get``."""
+        from .received import received
+
+        who = self.principal(principal)
+        return received(who, self.visible(self.store.get(self.resolve(fragment_id)), who, fragment_id))
 
     def history(self, fragment_id: str, *, principal: str | Principal | None = None) -> list[Version]:
         """Every version; one written while the fragment was in a scope the viewer cannot see

@@ -386,6 +386,11 @@ class WorkbenchApp(JobLine, App):
 
         self._switch(ExportScreen())
 
+    def action_published(self) -> None:
+        from .screens.published import PublishedScreen
+
+        self._switch(PublishedScreen())
+
     def action_help(self) -> None:
         from .screens.help import HelpScreen
 

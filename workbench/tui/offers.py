@@ -58,6 +58,7 @@ def system_commands(app: Any, screen: Any, inherited: Iterable[SystemCommand]) -
            ("New anti-pattern", "Don't / why / instead", app.action_new_antipattern),
            ("Gaps", "Questions agents asked that got nothing useful; draft answers", app.action_gaps),
            ("Export", "Preview and write an export", app.action_export),
+           ("Published contexts", "What your scopes publish and subscribe to (read-only)", app.action_published),
            ("Rebuild index", "Embed new text and recompute authority", app.action_rebuild_index),
            ("Ingest folder", "Import fragment files from a folder", app.action_ingest_prompt),
            ("Help", "The key grammar and every key of every screen", app.action_help)]

@@ -3,7 +3,9 @@ fragments, with the row keys (rowactions.py: ctrl+e edit, ctrl+k pin, ctrl+y ver
 menu) on the focused row. In the tree, enter shows a node's fragments and space folds it.
 
 Each tree node's number is the number of rows the table shows when that node is selected
-(browse.Branch): an org shows all of the org, "(org-wide)" the org's fragments without a repo.
+(browse.Branch): an org shows all of the org, "(org-wide)" the org's fragments without a repo,
+"subscribed" the fragments received through subscriptions (a node per published context; read-only:
+the row keys the core refuses on them are neither shown nor run, nor listed by ctrl+o).
 Enter selects a node, space folds it; the plain letters only change the view (``t`` hides the
 tree, ``s`` stale only, ``f`` the owner filter, ``r`` reloads) and never fire in a filter field.
 Owner and kind filters take a prefix or the letters in order (``mar``, ``mbianchi``; ``anti``,
@@ -22,7 +24,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Checkbox
 
-from ...service.browse import ORG_WIDE, Branch, matching, rows, scope_tree
+from ...service.browse import ORG_WIDE, SUBSCRIBED, Branch, context_tree, matching, rows, scope_tree
 from ..columns import Column, age_badges, short_name
 from ..format import age, scope_label
 from ..plain import Input, Static, Tree
@@ -154,6 +156,13 @@ class BrowseScreen(RowActions, WbScreen):
                 for persona, n in sorted(r["personas"].items()):
                     leaf = repo_node.add_leaf(Text(f"{persona} ({n})"), data=Branch(org, repo, persona))
                     nodes[leaf.data] = leaf
+        contexts = context_tree(self.items or [])
+        if contexts:   # received through subscriptions: their own branch, one node per context
+            sub = tree.root.add(Text(f"{SUBSCRIBED} ({sum(contexts.values())})"), data=Branch(via=SUBSCRIBED))
+            nodes[sub.data] = sub
+            for name, n in sorted(contexts.items()):
+                leaf = sub.add_leaf(Text(f"{name} ({n})"), data=Branch(via=name))
+                nodes[leaf.data] = leaf
         for branch, node in nodes.items():
             if node.children and branch not in folded:
                 node.expand()
@@ -237,15 +246,17 @@ class BrowseScreen(RowActions, WbScreen):
             return
         table = self.query_one("#fragments", FitTable)
         folded = table.folded_text(self.values[table.cursor_row], skip=("id", "scope", "title"))
+        via = [] if row.received is None else [f"via {row.received.via}" + (
+            f" (v{row.received.version})" if row.received.version is not None else "") + " · read-only"]
         self.query_one("#browse-detail", Static).update(" · ".join(
-            [row.id, row.title, str(row.scope), *([folded] if folded else [])]))
+            [row.id, *via, row.title, str(row.scope), *([folded] if folded else [])]))
 
     def row_fragment(self) -> RowFragment | None:
         table = self.query_one("#fragments", FitTable)
         if not self.rows or not 0 <= table.cursor_row < len(self.rows):
             return None
         r = self.rows[table.cursor_row]
-        return RowFragment(r.id, r.title, r.scope)
+        return RowFragment(r.id, r.title, r.scope, received=r.received)
 
     @on(FitTable.Relaid, "#fragments")
     def _relaid(self) -> None:
@@ -281,6 +292,7 @@ class BrowseScreen(RowActions, WbScreen):
     @on(FitTable.RowHighlighted, "#fragments")
     def _highlighted(self) -> None:
         self._detail()
+        self.refresh_bindings()   # a received row offers only what the core lets the principal do on it
 
     @on(FitTable.RowSelected, "#fragments")
     def _row_chosen(self) -> None:

@@ -1,4 +1,7 @@
-"""Export: choose a scope (or a curated set) and a format, preview every planned file, then write.
+"""Export: choose a scope (or a curated set, or a published context) and a format, preview every
+planned file, then write. A published context (``ORG/CONTEXT`` in the Set field: set names have no
+``/``) exports as agent files or a bundle of its current version as the principal reads it (a
+subscriber: what it receives, as served), in the scope the core says it applies in.
 
 The form is two labelled rows (what, then where); the preview fills the rest of the screen.
 Writing into a folder that already holds files (an earlier export) asks first, then overwrites.
@@ -34,8 +37,30 @@ def labelled(widget, label: str):
     return widget
 
 
+CONTEXT_FORMATS = "a published context exports as agent files or a bundle, not as fragment files"
+
+
+def is_context(set_name: str | None) -> bool:
+    """Whether the Set field names a published context (ORG/CONTEXT) rather than a set."""
+    return bool(set_name) and "/" in set_name
+
+
+def plan_context(wb, fmt: str, name: str, principal) -> list[tuple[str, str]]:
+    """The planned files of a published context's export (the core decides what the principal reads)."""
+    if fmt == "fragment-files":
+        raise UserError(CONTEXT_FORMATS)
+    if fmt == "bundle":
+        members = wb.context_fragments(name, principal=principal)
+        listing = "\n".join(f"{f.id} v{f.version}  {f.title}" for f in members) or "(nothing to export)"
+        return [(f"fragments.jsonl ({len(members)} fragments of {name})", listing)]
+    files, _ = wb.render_agents(fmt, principal=principal, context=name)
+    return sorted(files.items())
+
+
 def plan_export(wb, fmt: str, scope: str | None, set_name: str | None, principal) -> list[tuple[str, str]]:
     """(path, text) of every file the export would write, without writing. Runs in a job."""
+    if is_context(set_name):
+        return plan_context(wb, fmt, set_name, principal)
     scope = scope or _set_scope(wb, set_name, principal)
     if fmt == "fragment-files":
         return wb.preview_files(scope=scope, principal=principal)
@@ -61,6 +86,14 @@ def _set_scope(wb, set_name: str | None, principal) -> str | None:
 def write_export(wb, fmt: str, folder: str, scope: str | None, set_name: str | None, principal, *,
                  force: bool, progress) -> str:
     """Write the export into ``folder`` (``force``: over an earlier one); the closing message."""
+    if is_context(set_name):
+        if fmt == "fragment-files":
+            raise UserError(CONTEXT_FORMATS)
+        if fmt == "bundle":
+            manifest = wb.export_context_bundle(set_name, folder, principal=principal, force=force)
+            return f"wrote a bundle of {manifest['fragments']} fragments of {set_name} to {folder}"
+        result = wb.export_agents(fmt, folder, principal=principal, context=set_name, force=force)
+        return _wrote(result, folder)
     scope = scope or _set_scope(wb, set_name, principal)
     if fmt == "fragment-files":
         written = wb.export_files(folder, scope=scope, principal=principal, progress=progress, force=force)
@@ -73,6 +106,10 @@ def write_export(wb, fmt: str, folder: str, scope: str | None, set_name: str | N
     if scope is None:
         raise UserError("type a scope (or a set) to export for")
     result = wb.export_agents(fmt, folder, scope=scope, principal=principal, set_name=set_name, force=force)
+    return _wrote(result, folder)
+
+
+def _wrote(result: dict[str, Any], folder: str) -> str:
     names = [f for f in result["files"] if f != result["manifest"]]  # the manifest is bookkeeping
     what = ", ".join(names) if len(names) <= 3 else f"{len(names)} files"
     pruned = f" (removed {len(result['pruned'])} no longer exported)" if result["pruned"] else ""
@@ -118,7 +155,8 @@ class ExportScreen(KeepsWork, WbScreen):
         yield Static("Export: what agents and other tools will receive", classes="pane-title")
         with Horizontal(classes="export-row", id="export-what"):
             yield labelled(Input(placeholder="org=northwind,repo=ledger", id="export-scope"), "Scope")
-            yield labelled(Input(placeholder="or a curated set", id="export-set"), "Set")
+            yield labelled(Input(placeholder="or a curated set", id="export-set",
+                                 tooltip="a curated set, or a published context: ORG/CONTEXT"), "Set")
             yield Select(FORMATS, value="agents-md", allow_blank=False, id="export-format")
         with Horizontal(classes="export-row", id="export-where"):
             yield labelled(Input(placeholder="a folder, e.g. out/agents", id="export-dir"), "Write into folder")

@@ -29,9 +29,11 @@ USAGE_DAYS = 90   # the window of the usage line ("served N times in 90 days by 
 
 
 def load_fragment(wb, fragment_id: str, principal):
-    """The fragment, its history and what supersedes it: one job, so the screen fills at once."""
+    """The fragment, its history, what supersedes it and how the principal receives it (None: as a
+    member of its scope): one job, so the screen fills at once."""
     fragment = wb.get(fragment_id, principal=principal)
-    return fragment, wb.history(fragment_id, principal=principal), wb.superseded_by(fragment_id, principal=principal)
+    return (fragment, wb.history(fragment_id, principal=principal), wb.superseded_by(fragment_id, principal=principal),
+            wb.received(fragment_id, principal=principal))
 
 
 def graph_node(wb, fragment_id: str, principal) -> dict | None:
@@ -79,6 +81,7 @@ class FragmentScreen(RowActions, WbScreen):
         self.superseded = None
         self.node: dict | None = None
         self.served = None          # how often agents received it in the last USAGE_DAYS (curate.usage.Served)
+        self.received = None        # service.received.Received: received through a subscription (read-only)
         self.diff_from: int | None = None
 
     def body(self) -> ComposeResult:
@@ -117,13 +120,14 @@ class FragmentScreen(RowActions, WbScreen):
     def _loaded(self, loaded) -> None:
         if not self.is_attached:  # left before the job came back
             return
-        f, versions, superseded = loaded
+        f, versions, superseded, self.received = loaded
         keep = self._highlighted_version()  # the version highlighted before a reload stays highlighted,
         if self.versions and keep == self.versions[-1].number:  # unless it was the latest: then the new latest is
             keep = None                                         # (after a save, d compares it with the one before)
         self.fragment, self.versions, self.superseded = f, list(versions), superseded
         self.query_one("#frag-markdown", Markdown).update(fragment_markdown(f))
         self._show_meta()
+        self.refresh_bindings()   # a received fragment offers only the keys the core allows on it
         table = self.query_one("#history", DataTable)
         table.clear()
         for v in self.versions:
@@ -161,6 +165,10 @@ class FragmentScreen(RowActions, WbScreen):
                    if len(self.superseded) > 2 else ": prefer it")
             meta.append(inert(f"\nsuperseded by {self.superseded[0]}@v{self.superseded[1]} {why}".replace(" :", ":")),
                         "bold yellow")
+        if self.received is not None:   # the publisher's fragment, served through a subscription
+            r = self.received
+            meta.append(inert(f"\nvia {r.via}" + (f" (pinned subscription: serves v{r.version})"
+                                                  if r.version is not None else "") + " · read-only"), "bold")
         verified = f"{f.verified_at:%Y-%m-%d}" if f.verified_at else "-"
         lines = [f"scope: {f.scope}", f"owner: {f.owner}", f"updated: {f.updated_at:%Y-%m-%d}",
                  f"verified: {verified}",
@@ -272,7 +280,7 @@ class FragmentScreen(RowActions, WbScreen):
     def row_fragment(self) -> RowFragment | None:
         """The row keys act on the fragment shown, as the version shown (None while it loads)."""
         f = self.fragment
-        return RowFragment(f.id, f.title, f.scope, f.version) if f is not None else None
+        return RowFragment(f.id, f.title, f.scope, f.version, self.received) if f is not None else None
 
     def row_focused(self) -> bool:
         return True
@@ -280,6 +288,8 @@ class FragmentScreen(RowActions, WbScreen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "open_row":  # this is the fragment, open
             return False
+        if action == "revert" and self.received is not None and "revert" not in self.received.actions:
+            return False   # received: the core lets the principal write only what Received.actions says
         return super().check_action(action, parameters)
 
     def action_toggle_meta(self) -> None:
@@ -295,5 +305,6 @@ class FragmentScreen(RowActions, WbScreen):
 
     def commands(self):
         return [*((name.replace("the highlighted fragment", "this fragment"), fn) for name, fn in self.row_commands()),
-                ("Diff versions", self.action_diff), ("Revert to the highlighted version", self.action_revert),
+                ("Diff versions", self.action_diff),
+                *([("Revert to the highlighted version", self.action_revert)] if self.check_action("revert", ()) else []),
                 ("Show or hide the details pane", self.action_toggle_meta)]

@@ -7,9 +7,10 @@ A screen mixes ``RowActions`` in before ``WbScreen``, adds ``row_bindings("<scre
 BINDINGS (ids ``<screen>-pin`` ...), says which fragment the cursor is on (``row_fragment``) and
 which table holds the rows (``ROW_TABLE``). The keys act only while that table has focus (so never
 while a text field or a button has focus), on the focused row only. Verify, snooze, unpin and
-archive ask first; edit and pin open their own editor or dialog (that is the asking). Writes go
-through ``app.submit(write=True)``; errors come back as notifications in the TUI's words; after a
-write the screen's ``reload()`` runs. Plain letters never act here: they move between screens.
+archive ask first; edit and pin open their own editor or dialog (that is the asking). On a row the
+principal receives through a subscription (``RowFragment.received``), only the keys the core allows
+it there act (``row_allows``). Writes go through ``app.submit(write=True)``; errors come back as
+notifications in the TUI's words; after a write the screen's ``reload()`` runs. Plain letters never act here: they move between screens.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from textual.widgets import DataTable
 from ...models import Scope
 from ...service.browse import pin_scopes
 from ..messages import plain
+from ..offers import WRITE_KEYS
 
 # the grammar's row keys: action → key (the same on every screen and table)
 ROW_KEYS = {"edit_row": "ctrl+e", "pin_row": "ctrl+k", "unpin_row": "ctrl+u", "verify_row": "ctrl+y",
@@ -39,6 +41,7 @@ class RowFragment:
     title: str
     scope: Scope
     version: int | None = None    # the version shown, when the table shows one (else the editor takes the latest)
+    received: Any = None          # service.received.Received: received through a subscription, as the core says
 
 
 def row_bindings(prefix: str) -> list[Binding]:
@@ -71,7 +74,16 @@ class RowActions:
         """The row keys act on the focused row only: hidden (and inert) unless the table has focus."""
         if action in ROW_ACTIONS and not self.row_focused():
             return False
+        if action in ROW_KEYS and not self.row_allows(action):
+            return False
         return super().check_action(action, parameters)  # type: ignore[misc]
+
+    def row_allows(self, action: str) -> bool:
+        """A received row (issue 30) offers only the writes the core lets the principal take on it
+        (``Received.actions``, from the policy): the others are neither shown, run nor listed."""
+        row = self.row_fragment()
+        received = getattr(row, "received", None)
+        return received is None or WRITE_KEYS.get(action, action) in received.actions
 
     def on_descendant_focus(self, _event) -> None:
         self.refresh_bindings()  # type: ignore[attr-defined] - the footer shows the focused table's keys
@@ -116,7 +128,7 @@ class RowActions:
         if not self.me.lead_of:
             self._not_a_lead("pin")
             return
-        scopes = pin_scopes(self.me, row.scope)
+        scopes = list(row.received.pin_scopes) if row.received is not None else pin_scopes(self.me, row.scope)
         if not scopes:
             led = ", ".join(str(s) for s in self.me.lead_of)
             self.notify(f"{row.id} (scope {row.scope}) does not apply in a scope you lead ({led}), so you "
@@ -210,13 +222,15 @@ class RowActions:
             self.app.push_screen(EditScreen(row.id, base=row.version))
 
     def row_commands(self) -> list[tuple[str, Callable[[], None]]]:
-        """The row actions for the command palette."""
-        return [("Edit the highlighted fragment", self.action_edit_row),
-                ("Pin the highlighted fragment", self.action_pin_row),
-                ("Unpin the highlighted fragment", self.action_unpin_row),
-                ("Verify the highlighted fragment", self.action_verify_row),
-                ("Snooze the highlighted fragment", self.action_snooze_row),
-                ("Archive the highlighted fragment", self.action_archive_row)]
+        """The row actions for the command palette (on a received row, those the core allows)."""
+        return [(name, fn) for name, fn in (
+            ("Edit the highlighted fragment", self.action_edit_row),
+            ("Pin the highlighted fragment", self.action_pin_row),
+            ("Unpin the highlighted fragment", self.action_unpin_row),
+            ("Verify the highlighted fragment", self.action_verify_row),
+            ("Snooze the highlighted fragment", self.action_snooze_row),
+            ("Archive the highlighted fragment", self.action_archive_row))
+            if self.row_allows(fn.__name__.removeprefix("action_"))]
 
     def action_open_row(self) -> None:
         self.open_row()
