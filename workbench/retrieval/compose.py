@@ -61,12 +61,8 @@ class ContextItem:
             data["partial"] = True
             data["sections"] = list(self.sections)
         return {k: data[k] for k in ("id", "version", "title", "kind", "score", "confidence", "scores", "tokens",
-<<<<<<< HEAD
                                      "source", "updated_at", "text", "scope", "owner", "superseded_by", "reason",
-=======
-                                     "source", "updated_at", "text", "scope", "owner", "superseded_by", "via",
->>>>>>> i30-pubsub
-                                     "partial", "sections") if k in data}
+                                     "via", "partial", "sections") if k in data}
 
 
 @dataclass

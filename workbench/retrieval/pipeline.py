@@ -35,6 +35,7 @@ from ..rank import priors as rank_priors
 from ..rank.fusion import DENSE_WEIGHT, fusion, top_k
 from ..rank.stages import final_scores
 from .filters import Filters
+from .hits import Hit, source_of, superseded_dict  # noqa: F401 - re-exported for the faces
 from .index import CHUNKER_VERSION, SearchIndex
 from .lexical import identifiers, tokenize
 
@@ -90,64 +91,6 @@ class Settings:
                 "rerank_top_n": self.rerank_top_n, "chunker": CHUNKER_VERSION,
                 "dense_weight": None if self.dense_weight is None else float(self.dense_weight),
                 "filters": self.filters.to_dict()}
-
-
-@dataclass(frozen=True)
-class Hit:
-    """One ranked fragment with its score breakdown (``reason``: why context for the work at hand chose it)."""
-
-    fragment: Fragment
-    score: float
-    scores: dict[str, Any]
-    rank: int
-    confidence: float | None = 0.0               # None: not calibrated (a lexical preview, see hits_from)
-<<<<<<< HEAD
-    superseded_by: tuple | None = None   # (id, version[, "archived"]) of the superseder the caller sees
-    reason: str | None = None
-=======
-    superseded_by: tuple | None = None   # (id, version) of the superseder the caller sees (+ "archived")
-    via: str | None = None               # ORG/CONTEXT: received through a subscription (service/receipts.py)
->>>>>>> i30-pubsub
-
-    @property
-    def id(self) -> str:
-        return self.fragment.id
-
-    def to_dict(self) -> dict[str, Any]:
-        f = self.fragment
-        data = f.to_dict()
-        return {"id": f.id, "version": f.version, "title": f.title, "kind": f.kind, "rank": self.rank,
-                "score": round(self.score, 6),
-                "confidence": None if self.confidence is None else round(self.confidence, 4),
-                "scores": {k: (round(v, 6) if isinstance(v, float) else v) for k, v in self.scores.items()},
-                "scope": f.scope.to_dict(), "owner": f.owner, "source": source_of(f),
-                "updated_at": data["updated_at"], "text": f.body,
-<<<<<<< HEAD
-                "superseded_by": superseded_dict(self.superseded_by), **({"reason": self.reason} if self.reason else {})}
-=======
-                "superseded_by": superseded_dict(self.superseded_by), **({"via": self.via} if self.via else {})}
->>>>>>> i30-pubsub
-
-    def superseded_label(self) -> str | None:
-        """"superseded by ID@vN" ("... (archived)" when the superseder is archived), or None."""
-        if not self.superseded_by:
-            return None
-        archived = " (archived)" if len(self.superseded_by) > 2 else ""
-        return f"superseded by {self.superseded_by[0]}@v{self.superseded_by[1]}{archived}"
-
-    def __repr__(self) -> str:
-        return f"<Hit #{self.rank} {self.id} {self.score:.3f}>"
-
-
-def source_of(f: Fragment) -> dict[str, Any] | None:
-    return f.sources[0].to_dict() if f.sources else None
-
-
-def superseded_dict(pair: tuple | None) -> dict[str, Any] | None:
-    """{id, version} of a superseder (with ``archived: true`` for an archived one), or None."""
-    if not pair:
-        return None
-    return {"id": pair[0], "version": pair[1], **({"archived": True} if len(pair) > 2 else {})}
 
 
 @dataclass
