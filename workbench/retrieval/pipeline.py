@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import UserError
-from ..models import Fragment, Principal, Scope
+from ..models import Principal, Scope
 from ..rank import calibration
 from ..rank import priors as rank_priors
 from ..rank.fusion import DENSE_WEIGHT, fusion, top_k
