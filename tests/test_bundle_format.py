@@ -85,7 +85,7 @@ def test_an_exported_bundle_follows_the_published_schemas(source, tmp_path):
     assert [r["id"] for r in records] == ["nw-a", "nw-b", "nw-c"] and len(records[0]["versions"]) == 2
     # the set's whole definition, and exactly the pins in force that apply to it, of fragments in it
     assert manifest["set"] == {"name": "payments-core", "owner": "marco.bianchi", "scope": SET_SCOPE, "query": None,
-                               "include": ["nw-c"], "exclude": ["nw-d"]}
+                               "picked": False, "include": ["nw-c"], "exclude": ["nw-d"]}
     assert [(p["id"], p["scope"], p["pinned_by"], p["reason"]) for p in manifest["pins"]] == [
         ("nw-a", SET_SCOPE, "marco.bianchi", "retries"), ("nw-b", "org=northwind", "priya.raman", "card data")]
     assert manifest["pins"][0]["until"] is not None and manifest["pins"][1]["until"] is None
@@ -251,6 +251,39 @@ def test_the_restored_set_keeps_hand_picks_that_exist_here(source, tmp_path):
     assert report["set"]["exclude"] == [] and report["set"]["not_restored"] == ["nw-d"]
     assert [f["id"] for f in shown["fragments"]] == ["nw-a", "nw-b", "nw-c"]
 
+
+
+def test_a_picked_set_round_trips_and_an_older_bundle_without_picked_still_imports(source, tmp_path):
+    """``picked`` travels in the manifest: the restored set holds exactly its hand includes. A
+    bundle written before the field existed (no ``picked``) is valid and restores a scope-wide set."""
+    import shutil
+
+    source.set_create("picked-core", scope=SET_SCOPE, actor="marco.bianchi", picked=True)
+    source.set_change("picked-core", "nw-b", include=True, actor="marco.bianchi")
+    out = tmp_path / "bundle"
+    source.export_bundle("picked-core", out, principal="marco.bianchi")
+    manifest, records = _read(out)
+    _validator("bundle-manifest").validate(manifest)
+    assert manifest["set"]["picked"] is True and [r["id"] for r in records] == ["nw-b"]
+    with Workbench.open(_fresh(tmp_path)) as wb:
+        report = wb.import_bundle(out, actor="priya.raman").to_dict()
+        assert report["set"]["status"] == "restored" and report["set"]["picked"] is True
+        shown = wb.set_show("picked-core", principal="priya.raman")
+        assert shown["picked"] is True and [f["id"] for f in shown["fragments"]] == ["nw-b"]
+        assert wb.import_bundle(out, actor="priya.raman").to_dict()["set"]["status"] == "unchanged"
+    older = tmp_path / "older"
+    shutil.copytree(out, older)
+    del manifest["set"]["picked"]
+    (older / "manifest.yaml").write_text(yaml.safe_dump(manifest), encoding="utf-8")
+    _validator("bundle-manifest").validate(manifest)
+    with Workbench.open(_fresh(tmp_path, "old")) as wb:
+        assert not wb.import_bundle(older, actor="priya.raman").to_dict()["set"]["picked"]
+        assert wb.set_show("picked-core", principal="priya.raman")["picked"] is False
+    with Workbench.open(_fresh(tmp_path, "mixed")) as wb:   # a picked set with a query is not restored
+        manifest["set"].update(picked=True, query="card numbers")
+        (older / "manifest.yaml").write_text(yaml.safe_dump(manifest), encoding="utf-8")
+        report = wb.import_bundle(older, actor="priya.raman").to_dict()
+        assert report["set"]["status"] == "skipped" and report["added"] == 1 and wb.store.set_names() == []
 
 def test_pins_are_skipped_for_an_importer_who_does_not_lead_their_scope(source, tmp_path):
     out = tmp_path / "bundle"

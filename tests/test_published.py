@@ -95,6 +95,41 @@ def test_removing_from_the_set_stops_it_at_once(pub):
     assert [c["version"] for c in log] == [1, 2] and log[1]["removed"] == [DEPLOY] and log[1]["reason"] == "set-remove"
 
 
+
+def test_a_picked_set_publishes_exactly_what_is_picked(pub):
+    """A picked set holds its hand includes and nothing else of its scope: the context published
+    from it carries exactly those (a scope-wide set of the same scope would carry DEPLOY too)."""
+    from workbench.errors import UserError
+
+    made = pub.set_create("oncall", scope="org=northwind,repo=platform-infra", actor="dan.kowalski", picked=True)
+    assert made["picked"] is True and made["fragments"] == []
+    shown = pub.set_change("oncall", ONCALL, include=True, actor="dan.kowalski")
+    assert [f["id"] for f in shown["fragments"]] == [ONCALL] and shown["include"] == [ONCALL]
+    assert pub.set_show("platform", principal="dan.kowalski")["picked"] is False
+    pub.publish("oncall", actor="dan.kowalski")
+    members = {m["id"] for m in pub.published_context("northwind/oncall", principal="dan.kowalski")["fragments"]}
+    assert members == {ONCALL}
+    pub.set_change("oncall", ONCALL, include=False, actor="dan.kowalski")   # picked out: version 2 is empty
+    assert pub.published_context("northwind/oncall", principal="dan.kowalski")["fragments"] == []
+    with pytest.raises(UserError, match="takes no query"):
+        pub.set_create("both", scope="org=northwind", actor="priya.raman", picked=True, query="paging")
+
+
+def test_set_create_picked_on_the_command_line(pub, cli):
+    import json
+
+    root = pub.root
+    made = cli("set", "create", "rules", "--scope", "org=northwind", "--picked", "--as", "priya.raman",
+               workspace=root)
+    assert made.returncode == 0, made.stderr
+    assert "picked: exactly the fragments included by hand" in made.stdout
+    added = cli("set", "add", "rules", SECURITY, "--as", "priya.raman", "--json", workspace=root)
+    data = json.loads(added.stdout)
+    assert data["picked"] is True and [f["id"] for f in data["fragments"]] == [SECURITY]
+    both = cli("set", "create", "x", "--scope", "org=northwind", "--picked", "--query", "keys", "--as",
+               "priya.raman", workspace=root)
+    assert both.returncode == 2 and "takes no query" in both.stderr and "Traceback" not in both.stderr
+
 def test_archive_and_a_narrower_scope_stop_it(pub):
     from dataclasses import replace
 

@@ -190,6 +190,7 @@ def test_exporting_a_published_context(pub, tmp_path):
     records = [json.loads(line) for line in (tmp_path / "bundle" / "fragments.jsonl").read_text().splitlines()]
     assert manifest["fragments"] == 2 and {r["id"] for r in records} == {DEPLOY, ONCALL}
     assert all(len(r["versions"]) == 1 for r in records)   # a receiver: the version served, no other
+    assert manifest["set"]["picked"] is True and manifest["set"]["include"] == sorted({DEPLOY, ONCALL})  # as held
     with pytest.raises(PermissionDenied):
         pub.export_context_bundle(CTX, tmp_path / "no", principal="raj.patel")   # neither publishes nor receives
     assert not (tmp_path / "no").exists()

@@ -15,8 +15,9 @@ FORMAT_NAMES = ("bundle", "agents-md", "claude-md", "cursor-rules", "llms-txt")
 
 def _print_set(data: dict) -> None:
     scope = ",".join(f"{k}={v}" for k, v in data["scope"].items() if v)
-    print(f"set {data['name']} · owner {data['owner']} · scope {scope}" + (f" · query “{data['query']}”"
-                                                                          if data["query"] else ""))
+    print(f"set {data['name']} · owner {data['owner']} · scope {scope}"
+          + (f" · query “{data['query']}”" if data["query"] else "")
+          + (" · picked: exactly the fragments included by hand" if data.get("picked") else ""))
     if data["include"] or data["exclude"]:
         print(f"included by hand: {', '.join(data['include']) or '-'}; excluded: {', '.join(data['exclude']) or '-'}")
     print(table(["id", "version", "kind", "title"], ([f["id"], str(f["version"]), f["kind"], f["title"]]
@@ -30,7 +31,8 @@ def _set_out(data: dict, as_json: bool) -> None:
         _print_set(data)
 
 
-@group("set", "Curated sets: named, owned selections (a scope, an optional query, includes and excludes).",
+@group("set", "Curated sets: named, owned selections (a scope, an optional query, includes and excludes; "
+       "or, --picked, exactly the fragments included by hand).",
        "workbench set create payments-core --scope org=northwind,repo=payments-api --as marco.bianchi")
 def set_():
     pass
@@ -39,15 +41,18 @@ def set_():
 @command(
     "create", "Define a curated set.",
     "workbench set create payments-core --scope org=northwind,repo=payments-api --query 'idempotency' "
-    "--as marco.bianchi")
+    "--as marco.bianchi\n"
+    "workbench set create platform --scope org=northwind,repo=platform-infra --picked --as dan.kowalski")
 @click.argument("name")
 @scope_option("org=ORG[,repo=R][,persona=P]", required=True)
 @click.option("--query", help="keep the fragments this query finds in the scope (default: all of the scope)")
+@click.option("--picked", is_flag=True,
+              help="hold exactly the fragments included by hand (`set add`): nothing of the scope by itself")
 @as_option("the set's owner", required=True, metavar="USER")
 @json_option()
-def set_create(name, scope, query, principal, as_json):
+def set_create(name, scope, query, picked, principal, as_json):
     with open_workbench() as wb:
-        data = wb.set_create(name, scope=scope, actor=principal, query=query)
+        data = wb.set_create(name, scope=scope, actor=principal, query=query, picked=picked)
     _set_out(data, as_json)
 
 

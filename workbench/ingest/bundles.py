@@ -246,11 +246,12 @@ class SetPlan:
     include: list[str] = field(default_factory=list)
     exclude: list[str] = field(default_factory=list)
     not_restored: list[str] = field(default_factory=list)  # hand-picked ids absent here (or not visible)
+    picked: bool = False   # exactly the hand includes (absent from older bundles: false)
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "status": self.status, "message": self.message,
                 "claimed_owner": self.claimed_owner, "scope": self.scope, "query": self.query,
-                "include": list(self.include), "exclude": list(self.exclude), "not_restored": list(self.not_restored)}
+                "picked": self.picked, "include": list(self.include), "exclude": list(self.exclude), "not_restored": list(self.not_restored)}
 
 
 def plan_set(definition: Mapping[str, Any], *, config: WorkspaceConfig, actor: Principal,
@@ -267,13 +268,17 @@ def plan_set(definition: Mapping[str, Any], *, config: WorkspaceConfig, actor: P
     include = [i for i in definition["include"] if present(i)]
     exclude = [i for i in definition["exclude"] if present(i)]
     plan = SetPlan(name, "restored", None, definition["owner"], str(where), definition["query"], include, exclude,
-                   [i for i in (*definition["include"], *definition["exclude"]) if not present(i)])
+                   [i for i in (*definition["include"], *definition["exclude"]) if not present(i)],
+                   bool(definition.get("picked", False)))
+    if plan.picked and plan.query is not None:
+        plan.status, plan.message = "skipped", "a picked set takes no query: the bundle's set is not restored"
+        return plan
     if existing is not None:
-        local = (Scope.parse(existing["scope"]), existing["query"],
+        local = (Scope.parse(existing["scope"]), existing["query"], bool(existing.get("picked")),
                  sorted(i for i in existing["include"] if sees_local(i)),
                  sorted(i for i in existing["exclude"] if sees_local(i)))
-        differ = [what for what, mine, theirs in zip(("scope", "query", "include", "exclude"), local,
-                                                     (where, plan.query, sorted(include), sorted(exclude)))
+        differ = [what for what, mine, theirs in zip(("scope", "query", "picked", "include", "exclude"), local,
+                                                     (where, plan.query, plan.picked, sorted(include), sorted(exclude)))
                   if mine != theirs]
         if differ:
             plan.status = "conflict"

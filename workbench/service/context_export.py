@@ -87,7 +87,7 @@ class ContextExports(Feature):
             records.append(bundle.record(f, versions))
         written = {r["id"] for r in records}
         definition = {"name": ctx["set_name"], "owner": ctx["owner"], "scope": ctx["set_scope"], "query": None,
-                      "include": sorted(written), "exclude": []}
+                      "picked": True, "include": sorted(written), "exclude": []}   # exactly what it holds
         pins = [bundle.pin_record(p) for p in self.ws.index.pins(utcnow()) if p["fragment_id"] in written
                 and policy.sees_scope(who, Scope.parse(p["scope"])) and applies(Scope.parse(p["scope"]), where)]
         manifest = bundle.write(Path(out), records, definition, model=MODEL_NAME,

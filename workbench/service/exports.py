@@ -127,10 +127,12 @@ class Exports(Feature):
         return [r["name"] if names.count(r["name"]) == 1 else f"{r['name']}@{r['scope']}" for r in mine]
 
     def set_create(self, name: str, *, scope: Scope | str, actor: str | Principal | None = None,
-                   query: str | None = None) -> dict[str, Any]:
-        """Define a set in ``scope`` (one the actor can see). Sets are named within their scope: a
-        name taken by a set the actor may read is refused; one taken only where the actor cannot see
-        answers exactly as a free name does (a second set of that name is made, in this scope)."""
+                   query: str | None = None, picked: bool = False) -> dict[str, Any]:
+        """Define a set in ``scope`` (one the actor can see): all of the scope (or ``query``'s hits in
+        it) plus includes, minus excludes; or, ``picked``, exactly the fragments included by hand
+        (``set add``), which is what a curated context to publish wants. Sets are named within their
+        scope: a name taken by a set the actor may read is refused; one taken only where the actor
+        cannot see answers exactly as a free name does (a second set of that name is made, in this scope)."""
         import re
 
         who = self.principal(actor)
@@ -146,10 +148,15 @@ class Exports(Feature):
             raise UserError(f"a set named {name!r} already exists (in {taken[0]['scope']})")
         if query is not None and (not query.strip() or len(query) > 2000):
             raise UserError("the query must be non-empty text of at most 2000 characters", param="query")
+        if not isinstance(picked, bool):
+            raise UserError("picked is true or false", param="picked")
+        if picked and query is not None:
+            raise UserError("a picked set holds only the fragments included by hand: it takes no query",
+                            param="query")
         with self.store.transaction():
-            self.store.put_set(name, who.name, str(where), query, utcnow())
+            self.store.put_set(name, who.name, str(where), query, utcnow(), picked)
             self.store.add_event("set-create", actor=who.name, detail={"set": name, "scope": str(where),
-                                                                      "query": query})
+                                                                      "query": query, "picked": picked})
         return self.set_show(f"{name}@{where}", principal=who)
 
     def set_change(self, name: str, fragment_id: str, *, include: bool, actor: str | Principal | None = None
@@ -167,15 +174,17 @@ class Exports(Feature):
         return self.set_show(f"{found['name']}@{found['scope']}", principal=who)
 
     def set_fragments(self, name: str, *, principal: str | Principal | None = None) -> list[Fragment]:
-        """The set's members: the scope (or the query's hits in it) plus includes, minus excludes,
-        active and visible to both the set's owner and the caller."""
+        """The set's members: the scope (or the query's hits in it; nothing, for a picked set) plus
+        includes, minus excludes, active and visible to both the set's owner and the caller."""
         from ..retrieval.index import applies
 
         viewer = self.principal(principal)
         found = self._set(name, viewer)
         owner = self.principal(found["owner"])
         where = Scope.parse(found["scope"])
-        if found["query"]:
+        if found["picked"]:
+            base = []
+        elif found["query"]:
             result = self.retrieval.search(found["query"], principal=owner, scope=where, k=50, trace=False)
             base = [h.id for h in result.hits + result.avoid]
         else:
@@ -192,7 +201,7 @@ class Exports(Feature):
         members = self.set_fragments(name, principal=who)
         visible = lambda ids: [i for i in ids if i in {f.id for f in members}]  # noqa: E731 - hand-picked, seen
         return {"name": found["name"], "owner": found["owner"], "scope": Scope.parse(found["scope"]).to_dict(),
-                "query": found["query"], "include": visible(found["include"]),
+                "query": found["query"], "picked": found["picked"], "include": visible(found["include"]),
                 "exclude": [i for i in found["exclude"] if self._sees_id(who, i)],
                 "fragments": [{"id": f.id, "version": f.version, "title": f.title, "kind": f.kind} for f in members]}
 
@@ -235,7 +244,8 @@ class Exports(Feature):
                 continue
             records.append(bundle.record(f, versions))
         definition = {"name": found["name"], "owner": found["owner"], "scope": found["scope"],
-                      "query": found["query"], "include": [i for i in found["include"] if self._sees_id(who, i)],
+                      "query": found["query"], "picked": found["picked"],
+                      "include": [i for i in found["include"] if self._sees_id(who, i)],
                       "exclude": [i for i in found["exclude"] if self._sees_id(who, i)]}
         where, written = Scope.parse(found["scope"]), {r["id"] for r in records}
         pins = [bundle.pin_record(p) for p in self.ws.index.pins(utcnow()) if p["fragment_id"] in written
@@ -304,13 +314,14 @@ class Exports(Feature):
                 for number, found in sorted(item.overrides.items()):
                     self.store.put_secret_override(item.id, number, who.name, utcnow(), found)
             if set_plan.status == "restored":
-                self.store.put_set(set_plan.name, who.name, set_plan.scope, set_plan.query, now)
+                self.store.put_set(set_plan.name, who.name, set_plan.scope, set_plan.query, now, set_plan.picked)
                 for fid in set_plan.include:
                     self.store.put_member(set_plan.name, set_plan.scope, fid, "include")
                 for fid in set_plan.exclude:
                     self.store.put_member(set_plan.name, set_plan.scope, fid, "exclude")
                 self.store.add_event("set-create", actor=who.name,
                                      detail={"set": set_plan.name, "scope": set_plan.scope, "query": set_plan.query,
+                                             "picked": set_plan.picked,
                                              "include": set_plan.include, "exclude": set_plan.exclude,
                                              "bundle": checksum, "claimed_owner": set_plan.claimed_owner})
             for pin in restored_pins:

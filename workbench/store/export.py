@@ -19,13 +19,14 @@ class ExportQueries:
 
     def sets_named(self, name: str, scope: str | None = None) -> list[dict[str, Any]]:
         """Every set named ``name`` (in ``scope`` only, when given), by scope, with its members."""
-        rows = self._q("SELECT name, owner, scope, query, created_at FROM sets WHERE name = ? AND (? IS NULL OR "
-                       "scope = ?) ORDER BY scope", [name, scope, scope])
+        rows = self._q("SELECT name, owner, scope, query, created_at, picked FROM sets WHERE name = ? AND "
+                       "(? IS NULL OR scope = ?) ORDER BY scope", [name, scope, scope])
         out = []
         for r in rows:
             members = self._q("SELECT fragment_id, mode FROM set_members WHERE set_name = ? AND set_scope = ? "
                               "ORDER BY fragment_id", [r[0], r[2]])
             out.append({"name": r[0], "owner": r[1], "scope": r[2], "query": r[3], "created_at": r[4],
+                        "picked": bool(r[5]),
                         "include": [m[0] for m in members if m[1] == "include"],
                         "exclude": [m[0] for m in members if m[1] == "exclude"]})
         return out
@@ -34,8 +35,11 @@ class ExportQueries:
         """(name, scope, owner) of every set, by name then scope."""
         return [tuple(r) for r in self._q("SELECT name, scope, owner FROM sets ORDER BY name, scope")]
 
-    def put_set(self, name: str, owner: str, scope: str, query: str | None, at: datetime) -> None:
-        self._q("INSERT INTO sets VALUES (?, ?, ?, ?, ?)", [name, owner, scope, query, at])
+    def put_set(self, name: str, owner: str, scope: str, query: str | None, at: datetime, picked: bool = False
+                ) -> None:
+        """A new set; ``picked``: its members are exactly its hand includes (no scope base, no query)."""
+        self._q("INSERT INTO sets (name, owner, scope, query, created_at, picked) VALUES (?, ?, ?, ?, ?, ?)",
+                [name, owner, scope, query, at, bool(picked)])
 
     def put_member(self, name: str, scope: str, fragment_id: str, mode: str | None) -> None:
         with self.transaction():

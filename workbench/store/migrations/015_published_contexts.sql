@@ -43,4 +43,8 @@ CREATE TABLE subscriptions (
     PRIMARY KEY (context, scope)
 );
 
+-- A picked set (set create --picked) holds exactly the fragments included by hand: no scope-wide
+-- base, no query. A curated context (a platform team's rules) is published from one; NULL: false.
+ALTER TABLE sets ADD COLUMN picked BOOLEAN DEFAULT false;
+
 INSERT INTO meta VALUES ('published', '0');  -- bumped by every change above: receipts are cached on it
