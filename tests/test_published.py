@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import write_fragment
+from conftest import ROOT, write_fragment
 
 from workbench import Workbench
 from workbench.errors import NotFound, PermissionDenied
@@ -231,6 +231,9 @@ def test_the_sample_context_reaches_exactly_tidewaters_sres_on_every_face(sample
     with Workbench.open(sample_workspace) as wb:
         published = {m["id"] for m in wb.published_context("northwind/platform", principal="dan.kowalski")["fragments"]}
         assert rollback in published and "nw-rb-ledger-imbalance" not in published
+        picked = {line.split()[3] for line in (ROOT / "sample_corpus" / "contexts.txt").read_text().splitlines()
+                  if line.startswith("set add platform ")}
+        assert published == picked and 6 <= len(picked) <= 10   # a picked set: nothing else of northwind
         for who in wb.principals():
             member = "northwind" in who.orgs and who.can_see(Scope("northwind", "platform-infra"))
             receives = who.can_see(sre) and not member
