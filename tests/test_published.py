@@ -130,6 +130,28 @@ def test_set_create_picked_on_the_command_line(pub, cli):
                "priya.raman", workspace=root)
     assert both.returncode == 2 and "takes no query" in both.stderr and "Traceback" not in both.stderr
 
+
+def test_a_held_principal_never_keeps_stale_receipts(pub):
+    """A Principal resolved once and kept (the TUI's ``me``, the server's token principal) is resolved
+    again on every call: removed from the set, or unsubscribed, it stops receiving at once."""
+    from dataclasses import replace
+
+    me = pub.principal("tomas.silva")
+    assert {r.fragment_id for r in me.received} == {DEPLOY, ONCALL}
+    assert pub.get(DEPLOY, principal=me).id == DEPLOY and DEPLOY in _search(pub, me)
+    pub.set_change("platform", DEPLOY, include=False, actor="dan.kowalski")
+    with pytest.raises(NotFound):
+        pub.get(DEPLOY, principal=me)           # the SAME object, still carrying its old receipts
+    assert DEPLOY not in _search(pub, me) and ONCALL in _search(pub, me)
+    assert DEPLOY not in {f.id for f in pub.list(principal=me)}
+    pub.unsubscribe(CTX, scope=SRE, actor="tomas.silva")
+    with pytest.raises(NotFound):
+        pub.get(ONCALL, principal=me)
+    assert ONCALL not in _search(pub, me)
+    pub.subscribe(CTX, scope=SRE, actor="tomas.silva")   # a new subscription reaches a held one too
+    empty = replace(me, received=())
+    assert pub.get(ONCALL, principal=empty).id == ONCALL and pub.received_via(ONCALL, principal=empty) == CTX
+
 def test_archive_and_a_narrower_scope_stop_it(pub):
     from dataclasses import replace
 

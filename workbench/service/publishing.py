@@ -17,7 +17,6 @@ principals of subscribing scopes (counts only).
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -25,7 +24,6 @@ from .. import policy
 from ..errors import NotFound, UserError
 from ..models import Principal, Scope, utcnow
 from .days import check_days
-from .receipts import receipts_for
 from .workspace import Feature, Workspace
 
 VERSION_POLICIES = ("latest", "pinned")
@@ -239,7 +237,7 @@ class Publishing(Feature):
     def _subscription(self, name: str, where: Scope, who: Principal) -> dict[str, Any]:
         sub = self._subscribed(name, where)
         ctx = self.store.published_context(name)
-        fresh = receipts_for(self.ws, replace(who, received=()))   # as of now (a subscribe changes it)
+        fresh = self.principal(who)   # as of now (a subscribe changes it: receipts are resolved again)
         received = sorted({r.fragment_id for r in fresh.received if r.via == name and r.applies == where})
         return {"context": name, "scope": str(where), "subscribed_by": sub["subscribed_by"],
                 "since": _iso(sub["created_at"]), "policy": "pinned" if sub["version"] else "latest",

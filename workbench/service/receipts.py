@@ -41,9 +41,10 @@ def workspace_receipts(ws: Any) -> tuple[Receipt, ...]:
 
 
 def receipts_for(ws: Any, principal: Principal) -> Principal:
-    """``principal`` carrying the receipts of the subscriptions whose scope it is a member of."""
+    """``principal`` carrying the receipts of the subscriptions whose scope it is a member of, as of
+    now: whatever ``received`` it carried is replaced (none left: an empty one)."""
     mine = tuple(r for r in workspace_receipts(ws) if principal.can_see(r.applies))
-    return replace(principal, received=mine) if mine else principal
+    return principal if mine == principal.received else replace(principal, received=mine)
 
 
 def received_via(who: Principal, fragment: Fragment) -> str | None:

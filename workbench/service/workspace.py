@@ -23,11 +23,12 @@ class Workspace:
     traces_expired_at: float | None = field(default=None, repr=False)  # when traces.retain_days was last applied
 
     def principal(self, name: str | Principal | None = None) -> Principal:
-        """A known principal by name (``None``: the configured default); a ``Principal`` as is. Either
-        carries what it receives through subscriptions (``received``: receipts.py resolves them)."""
+        """A known principal by name (``None``: the configured default), or a ``Principal`` as given,
+        carrying what it receives through subscriptions *now* (``received``: receipts.py resolves
+        them). A given Principal's ``received`` is never trusted: a long-lived holder (the TUI's
+        ``me``, the server's token principal) would keep receiving after an unsubscribe or a removal
+        from the set. Resolving is cached on the store's generation and published counter: cheap."""
         found = name if isinstance(name, Principal) else self.config.principal(name)
-        if found.received:
-            return found
         from .receipts import receipts_for
 
         return receipts_for(self, found)
