@@ -131,6 +131,62 @@ async def test_browse_shows_the_subscribed_branch_read_only(pub):
     assert _state(pub) == before
 
 
+
+async def _search(pilot, query: str):
+    pilot.app.action_search()
+    await until(pilot, lambda: type(pilot.app.screen).__name__ == "SearchScreen" and pilot.app.screen.is_mounted)
+    screen = pilot.app.screen
+    screen.run_search(query)
+    await until(pilot, lambda: screen.result is not None and screen.result.query == query)
+    await settle(pilot)
+    table = screen.query_one("#results")
+    table.focus()
+    await pilot.pause()
+    return screen, table
+
+
+async def test_search_offers_received_hits_only_what_the_core_allows(pub):
+    """A received hit on the Search screen is read-only as on Browse (the core's ``Received``, asked
+    with the search): no write key in the footer, the actions menu or the palette, and none acts; a
+    lead of the subscribing scope keeps pin. A hit of its own scope keeps every key."""
+    from workbench.tui.screens.actionsmenu import menu_entries
+
+    before = _state(pub)
+    app = app_for(pub, principal="tomas.silva")
+    async with app.run_test(size=SMALL) as pilot:
+        await _browse(pilot)
+        screen, table = await _search(pilot, "roll back a bad deploy")
+        ids = [h.id for h in screen.hits]
+        table.move_cursor(row=ids.index(DEPLOY))
+        await pilot.pause()
+        row = screen.row_fragment()
+        assert row.received is not None and row.received.via == CTX   # the core's answer, on the row
+        for action in WRITES:
+            assert not screen.check_action(action, ()), action
+        assert screen.check_action("pin_row", ())
+        assert [e.action for e in menu_entries(screen)] == ["open_row", "pin_row", "unpin_row"]
+        assert [name for name, _ in screen.row_commands()] == ["Pin the highlighted fragment",
+                                                               "Unpin the highlighted fragment"]
+        assert f"via {CTX} · read-only" in str(screen.query_one("#explain").render())
+        for key in ("ctrl+e", "ctrl+y", "ctrl+n", "ctrl+z"):
+            await pilot.press(key)
+            await pilot.pause()
+            assert app.screen is screen, key   # no editor, no question
+        screen, table = await _search(pilot, "dispatch queue notes")   # his own scope: every key
+        table.move_cursor(row=[h.id for h in screen.hits].index("tw-dispatch"))
+        await pilot.pause()
+        assert screen.row_fragment().received is None
+        assert all(screen.check_action(action, ()) for action in WRITES)
+    app = app_for(pub, principal="agent.tw-ops")   # an agent: read-only altogether, pin included
+    async with app.run_test(size=SMALL) as pilot:
+        await _browse(pilot)
+        screen, table = await _search(pilot, "roll back a bad deploy")
+        table.move_cursor(row=[h.id for h in screen.hits].index(DEPLOY))
+        await pilot.pause()
+        assert screen.row_fragment().received.read_only
+        assert not any(screen.check_action(a, ()) for a in (*WRITES, "pin_row", "unpin_row"))
+    assert _state(pub) == before
+
 async def test_no_branch_outside_the_subscribing_scope(pub):
     app = app_for(pub, principal="raj.patel")   # tidewater, not an SRE
     async with app.run_test(size=SMALL) as pilot:

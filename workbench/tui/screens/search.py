@@ -3,7 +3,9 @@ score: the last fold away on a narrow terminal, → scrolls to them; the anti-pa
 the query first, marked ``!`` and "avoid:", then the hits), with an explain pane for the
 highlighted hit (its full id, scope and title, the score breakdown, the settings and stage
 timings; f2 shows or hides it, and the choice is remembered per principal, tui/prefs.py) and the
-row keys (rowactions.py: ctrl+e edit, ctrl+k pin, ... ctrl+o the menu) on the focused result.
+row keys (rowactions.py: ctrl+e edit, ctrl+k pin, ... ctrl+o the menu) on the focused result. A
+hit received through a subscription (its ``via``) carries the core's ``Received`` for it, asked
+with the search (``search_rows``): as on Browse, it offers only the keys the policy allows there.
 
 A typing screen: `/` focuses the query from anywhere on it, Up on the first result and Esc on the
 results return to the query, Esc on the query goes back, and a printable key typed while the
@@ -79,6 +81,15 @@ def lexical_preview(wb, query: str, **options):
     return wb.search(query, pipeline="bm25", calibrate=False, lexical=wb.quick_lexical(), **options)
 
 
+def search_rows(wb, search, query: str, *, principal, **options):
+    """``search``'s answer, and for each hit ``principal`` receives through a subscription (the ones
+    with ``via``) how it receives it: ``wb.received`` (the writes the policy lets it take there).
+    The screen asks; it never decides which keys a received hit offers."""
+    result = search(query, principal=principal, **options)
+    received = {h.id: wb.received(h.id, principal=principal) for h in (*result.avoid, *result.hits) if h.via}
+    return result, received
+
+
 def _num(value) -> str:
     return "-" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
 
@@ -108,6 +119,7 @@ class SearchScreen(RowActions, WbScreen):
         self.initial = query
         self.query_text = ""
         self.hits: list = []
+        self.received: dict = {}      # hit id -> service.received.Received, for the hits received (via)
         self.result = None
         self.preview = False          # the hits shown are the lexical preview
         self._timer = None
@@ -140,8 +152,9 @@ class SearchScreen(RowActions, WbScreen):
 
         self._status("searching (lexical while the model loads)…" if preview else
                      "searching…" if self.wb.index.model_loaded() else "searching (loading the model the first time)…")
-        self.app.submit(partial(lexical_preview, self.wb) if preview else self.wb.search, query, principal=self.me,
-                        k=20, trace=False, now=self.app.now, done=lambda result: self.show(result, preview=preview),
+        search = partial(lexical_preview, self.wb) if preview else self.wb.search
+        self.app.submit(partial(search_rows, self.wb, search), query, principal=self.me, k=20, trace=False,
+                        now=self.app.now, done=lambda answer: self.show(*answer, preview=preview),
                         failed=self._failed, key="search", label="searching…")
 
     def reload(self) -> None:
@@ -174,10 +187,10 @@ class SearchScreen(RowActions, WbScreen):
 
     # -- showing -------------------------------------------------------------------------
 
-    def show(self, result, preview: bool = False) -> None:
+    def show(self, result, received: dict | None = None, preview: bool = False) -> None:
         table = self.query_one("#results", FitTable)
         before = self.hits[table.cursor_row].id if self.hits and table.cursor_row < len(self.hits) else None
-        self.result, self.preview = result, preview
+        self.result, self.preview, self.received = result, preview, dict(received or {})
         if preview:  # the first answer is on screen: now the model may take the CPU
             self.app.ensure_model()
         self.hits = list(result.avoid) + list(result.hits)   # what to avoid is seen first, above the hits
@@ -221,7 +234,10 @@ class SearchScreen(RowActions, WbScreen):
             h = self.hits[table.cursor_row]
             f, s = h.fragment, h.scores
             conf = "… (lexical preview: no model yet)" if h.confidence is None else f"{h.confidence:.2f}"
-            lines += [f"{h.id} v{f.version} · {f.scope} · owner {f.owner}",
+            got = self.received.get(h.id)
+            via = [] if got is None else [f"via {got.via}" + (f" (v{got.version})" if got.version is not None
+                                                               else "") + " · read-only"]
+            lines += [" · ".join([f"{h.id} v{f.version}", *via, str(f.scope), f"owner {f.owner}"]),
                       f.title,
                       (f"score {h.score:.3f} · confidence {conf} · lexical {_num(s['lexical'])} · "
                        f"dense {_num(s['dense'])} · fresh {_num(s['freshness'])} · auth {_num(s['authority'])} · "
@@ -240,7 +256,7 @@ class SearchScreen(RowActions, WbScreen):
         if not self.hits or not 0 <= table.cursor_row < len(self.hits):
             return None
         f = self.hits[table.cursor_row].fragment
-        return RowFragment(f.id, f.title, f.scope, f.version)
+        return RowFragment(f.id, f.title, f.scope, f.version, self.received.get(f.id))
 
     # -- events --------------------------------------------------------------------------
 
