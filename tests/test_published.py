@@ -276,6 +276,15 @@ def test_the_sample_context_reaches_exactly_tidewaters_sres_on_every_face(sample
     denied = cli("subscribe", "northwind/platform", "--scope", "org=tidewater", "--as", "agent.tw-ops",
                  workspace=sample_workspace)
     assert denied.returncode == 2 and "Traceback" not in denied.stderr
+    out = sample_workspace.parent / "platform-rules"
+    exported = cli("export", "cursor-rules", "--context", "northwind/platform", "--out", str(out), "--as",
+                   "agent.tw-ops", "--json", workspace=sample_workspace)
+    assert exported.returncode == 0, exported.stderr
+    rules = {p.stem for p in (out / ".cursor" / "rules").glob("*.mdc")}
+    assert rollback in rules and not any(r.startswith("tw-") for r in rules)   # the context's fragments only
+    outsider = cli("export", "agents-md", "--context", "northwind/platform", "--out", str(out) + "-2", "--as",
+                   "raj.patel", workspace=sample_workspace)
+    assert outsider.returncode == 2 and "Traceback" not in outsider.stderr and not (out.parent / "platform-rules-2").exists()
     removed = cli("set", "remove", "platform", rollback, "--as", "dan.kowalski", workspace=sample_workspace)
     assert removed.returncode == 0
     gone = cli("show", rollback, "--as", "agent.tw-ops", workspace=sample_workspace)

@@ -88,11 +88,14 @@ for _cmd in (set_create, _set_change("add", "include"), _set_change("remove", "e
 @command("export", "Export a set as a bundle, or agent context files (AGENTS.md, CLAUDE.md, Cursor rules, "
          "llms.txt).",
          "workbench export bundle --set payments-core --out /tmp/bundle --as marco.bianchi\n"
-         "workbench export agents-md --scope org=northwind,repo=payments-api --as marco.bianchi --out /tmp/agents")
+         "workbench export agents-md --scope org=northwind,repo=payments-api --as marco.bianchi --out /tmp/agents\n"
+         "workbench export cursor-rules --context northwind/platform --as tomas.silva --out /tmp/platform")
 @click.argument("format", metavar="FORMAT",
                 shell_complete=lambda ctx, param, incomplete: [f for f in FORMAT_NAMES if f.startswith(incomplete)])
 @click.option("--out", required=True, metavar="DIR", help="folder to write into")
 @click.option("--set", "set_name", metavar="NAME", help="a curated set (required for bundle)")
+@click.option("--context", "context", metavar="ORG/CONTEXT",
+              help="a published context: only its fragments, as you receive (or publish) them")
 @scope_option("agent files: the scope they are for (default: the set's scope)")
 @click.option("--budget", type=INT, default=8000, help="agent files: token budget (default 8000)")
 @as_option(f"whose view: only what this principal may see is exported {PRINCIPAL_DEFAULT}")
@@ -105,28 +108,35 @@ for _cmd in (set_create, _set_change("add", "include"), _set_change("remove", "e
 @click.option("--allow-secret", is_flag=True,
               help="also export fragments stored with a secret-guard override (left out by default)")
 @json_option()
-def export(format, out, set_name, scope, budget, principal, force, base_url, allow_secret, as_json):
+def export(format, out, set_name, context, scope, budget, principal, force, base_url, allow_secret, as_json):
     from ..errors import UserError
 
     if format not in FORMAT_NAMES:
         raise UserError(f"unknown export format {format!r} (valid: {', '.join(FORMAT_NAMES)})")
     if base_url is not None and format != "llms-txt":  # the core says the same for agent files; bundles too
         raise UserError(f"a base URL applies to llms-txt only, not {format}", param="base_url")
+    if context is not None and set_name is not None:
+        raise UserError("export takes --set NAME or --context ORG/CONTEXT, not both", param="context")
     with open_workbench() as wb:
-        if format == "bundle":
+        if format == "bundle" and context is not None:
+            manifest = wb.export_context_bundle(context, out, principal=principal, force=force,
+                                                allow_secret=allow_secret)
+            data = {"format": "bundle", "dir": out, "fragments": manifest["fragments"],
+                    "checksum": manifest["checksum"]["value"], "omitted": manifest["omitted"]}
+        elif format == "bundle":
             if not set_name:
                 raise UserError("export bundle needs --set NAME")
             manifest = wb.export_bundle(set_name, out, principal=principal, force=force, allow_secret=allow_secret)
             data = {"format": "bundle", "dir": out, "fragments": manifest["fragments"],
                     "checksum": manifest["checksum"]["value"], "omitted": manifest["omitted"]}
         else:
-            if scope is None:
+            if scope is None and context is None:
                 if not set_name:
                     raise UserError(f"export {format} needs --scope S (or --set NAME)")
                 scope = wb.set_show(set_name, principal=principal)["scope"]
                 scope = ",".join(f"{k}={v}" for k, v in scope.items() if v)
             data = wb.export_agents(format, out, scope=scope, principal=principal, set_name=set_name, budget=budget,
-                                    force=force, allow_secret=allow_secret, base_url=base_url)
+                                    force=force, allow_secret=allow_secret, base_url=base_url, context=context)
     if as_json:
         emit_json(data)
     elif format == "bundle":
