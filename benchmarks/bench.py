@@ -175,7 +175,7 @@ def run(n: int, *, queries: int = 100, workdir: Path | None = None, progress: Ca
         say(f"writing {n} synthetic fragment files")
         synthesize(n, files)
         golden = yaml.safe_load((SAMPLE / "golden.yaml").read_text(encoding="utf-8"))["queries"]
-        texts = [q["query"] for q in golden][:queries]
+        texts = [q["query"] for q in golden if "paths" not in q][:queries]
         say("sample workspace (for the cold CLI and the corpus embedding rate)")
         with Workbench.init(sample, config=SAMPLE / "workbench.yaml") as swb:
             sample_report = swb.ingest([SAMPLE / "fragments"], actor="kb.sync")

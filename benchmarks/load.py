@@ -324,7 +324,7 @@ def run(args) -> dict[str, Any]:
     store = _sibling("pg").resolve(args.store, f"bench_{args.fragments}")
     built = long_lived.build(args.fragments, ws, store)
     golden = yaml.safe_load((HERE.parent / "sample_corpus" / "golden.yaml").read_text(encoding="utf-8"))["queries"]
-    queries = [q["query"] for q in golden]
+    queries = [q["query"] for q in golden if "paths" not in q]
     leads = [f"lead{i}" for i in range(min(args.curators, 4))]
     with Workbench.open(ws) as wb:
         tokens = {"agent": wb.token_create("agent", expires_days=1, note="load").token}

@@ -170,12 +170,18 @@ def test_every_tool_has_a_title_annotations_bounded_described_parameters_and_an_
             assert prop.get("description"), (name, pname)
             if prop["type"] in ("integer", "number"):
                 assert "minimum" in prop and "maximum" in prop, (name, pname, prop)
+            elif prop["type"] == "array":   # a list of bounded strings (context's paths), itself bounded
+                item = prop["items"]
+                assert "maxItems" in prop and item["type"] == "string" and "maxLength" in item, (name, pname, prop)
             else:
                 assert prop["type"] == "string" and ("maxLength" in prop or "enum" in prop or "format" in prop), \
                     (name, pname, prop)
 
     search, context, get = (tools[n]["inputSchema"]["properties"] for n in ("search", "context", "get"))
-    assert tools["search"]["inputSchema"]["required"] == ["query"] == tools["context"]["inputSchema"]["required"]
+    assert tools["search"]["inputSchema"]["required"] == ["query"]
+    # context takes a query, paths or a diff (any one of them): none is required by the schema itself
+    assert "query" not in tools["context"]["inputSchema"].get("required", [])
+    assert {"query", "paths", "diff"} <= set(context)
     assert (search["query"]["minLength"], search["query"]["maxLength"]) == (1, 4000)
     assert (search["k"]["minimum"], search["k"]["maximum"], search["k"]["default"]) == (1, 100, 10)
     assert (context["budget"]["minimum"], context["budget"]["maximum"]) == (1, 200_000)
