@@ -82,6 +82,13 @@ def _build_sample(root: Path) -> None:
 
 
 @pytest.fixture(scope="session")
+def worker_id(request) -> str:
+    """xdist's worker id ("gw0", ...), or "master" without workers: also under ``-p no:xdist``,
+    where xdist's own fixture of this name does not exist."""
+    return getattr(request.config, "workerinput", {}).get("workerid", "master")
+
+
+@pytest.fixture(scope="session")
 def sample_workspace_template(tmp_path_factory, worker_id) -> Path:
     """The sample corpus ingested once per test run (under xdist, by the first worker that needs
     it, the others wait for it and then read it); copy it before changing it."""
