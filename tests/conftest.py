@@ -94,6 +94,13 @@ def apply_contexts(root: Path) -> None:
 
 
 @pytest.fixture(scope="session")
+def worker_id(request) -> str:
+    """xdist's worker id ("gw0", ...), or "master" without workers: also under ``-p no:xdist``,
+    where xdist's own fixture of this name does not exist."""
+    return getattr(request.config, "workerinput", {}).get("workerid", "master")
+
+
+@pytest.fixture(scope="session")
 def sample_workspace_template(tmp_path_factory, worker_id) -> Path:
     """The sample corpus ingested once per test run (under xdist, by the first worker that needs
     it, the others wait for it and then read it); copy it before changing it."""
@@ -280,6 +287,23 @@ def sample_wb(sample_workspace_template, tmp_path_factory):
     shutil.copytree(sample_workspace_template, target)
     with Workbench.open(target) as bench:
         yield bench
+
+
+PILOT_IDLE_WINDOW = 1 / 200  # seconds; Textual's own is 1/50
+
+
+def pytest_configure(config):
+    """Pilot waits after every key until the app is idle: it sleeps in windows of 20 ms until one
+    passes with the process using under 5 % of it, so every key cost at least 60 ms of sleep (the
+    sentence-typing tests press about 2,000 keys: 2 of their 3 minutes were that sleep, with the
+    cores free). The same rule in 5 ms windows (the same 5 % share) still waits for each key to be
+    handled before the next; it only stops oversleeping after it."""
+    try:
+        import textual._wait as wait
+    except ImportError:  # pragma: no cover - textual is a dependency
+        return
+    ratio = wait.SLEEP_IDLE / wait.SLEEP_GRANULARITY
+    wait.SLEEP_GRANULARITY, wait.SLEEP_IDLE = PILOT_IDLE_WINDOW, PILOT_IDLE_WINDOW * ratio
 
 
 PROCESS_FILES = {"test_packaging.py", "test_server.py", "test_server_faults.py", "test_server_limits.py", "test_crash_and_busy.py", "test_mcp.py", "test_mcp_wire.py",

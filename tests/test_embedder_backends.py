@@ -5,6 +5,8 @@ weights' hash, and a broken cache falls back to torch instead of failing."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -138,3 +140,27 @@ def test_onnx_query_runs_on_one_thread_and_batches_on_the_cores(both):
     encoder = onnx._onnx
     assert encoder._query[0].get_session_options().intra_op_num_threads == 1
     assert encoder._batch[0].get_session_options().intra_op_num_threads == onnx_model._cores()
+
+
+def test_encoders_in_one_process_share_sessions_and_tokenizers_until_the_graph_changes(tmp_path, monkeypatch):
+    """Each open workspace has an encoder of its own; opening a session costs ~0.3 s, so they share
+    what they open from the same unchanged file, and a changed file is opened anew."""
+    first, second = Embedder("onnx"), Embedder("onnx")
+    same = first.encode(["roll back a bad deploy"])
+    assert np.array_equal(second.encode(["roll back a bad deploy"]), same)
+    a, b = first._onnx, second._onnx
+    assert a is not b and a._query[0] is b._query[0] and a._query[1] is b._query[1] and a._batch[1] is b._batch[1]
+    real = onnx_model.graph_path(model_dir())
+    monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path / "cache"))
+    copy = onnx_model.cache_root() / "onnx" / onnx_model.weights_hash(model_dir())[:32] / "model.onnx"
+    copy.parent.mkdir(parents=True)
+    shutil.copyfile(real, copy)
+    third = Embedder("onnx")
+    third.encode_query("roll back a bad deploy")
+    assert third._onnx._query[0] is not a._query[0]  # another file
+    stat = copy.stat()
+    os.utime(copy, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    fourth = Embedder("onnx")
+    assert float(fourth.encode_query("roll back a bad deploy") @ same[0]) > 0.9999
+    assert fourth._onnx._query[0] is not third._onnx._query[0]  # the same file, changed: opened anew
+    assert fourth._onnx._query[1] is a._query[1]  # the tokenizer's file did not change

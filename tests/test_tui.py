@@ -59,7 +59,9 @@ async def test_browse_tree_filters_and_open(wb):
         labels = [str(n.label) for n in screen.query_one("#scope-tree").root.children]
         assert labels == [f"northwind ({visible})"]
         screen.query_one("#filter-kind").value = "anti-pattern"
-        await pilot.pause(0.4)  # the filter applies as you type (debounced)
+        # the filter applies as you type (debounced, then a job): 0.4 s was not always enough at load 14
+        await until(pilot, lambda: app.pending == 0 and {wb.get(i, principal="marco.bianchi").kind
+                                                          for i in screen._ids} == {"anti-pattern"}, timeout=30)
         kinds = {wb.get(i, principal="marco.bianchi").kind for i in screen._ids}
         assert kinds == {"anti-pattern"} and screen.query_one("#fragments").row_count == len(screen._ids)
         await pilot.press("s")  # stale only
