@@ -128,7 +128,10 @@ class PublishQueries:
         return int(rows[0][0]) if rows else None
 
     def bump_published(self) -> None:
+        """Count a change of contexts, versions or subscriptions, and bump the generation with it: what a
+        principal receives is cached on the generation (service/receipts.py), read once per call."""
         self._q("UPDATE meta SET value = CAST(CAST(value AS BIGINT) + 1 AS VARCHAR) WHERE key = 'published'")
+        self.bump_generation()
 
     def received_rows(self) -> list[tuple]:
         """What every live subscription of a live context serves: (context, subscription scope,
