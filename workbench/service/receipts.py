@@ -2,10 +2,10 @@
 
 ``Workspace.principal`` attaches to every principal the receipts of the subscriptions whose scope
 it is a member of (``Principal.received``); policy/receiving.py decides, on each read, whether a
-receipt still carries its fragment. The resolution is cached on the store's generation, which
-every fragment write and every publishing write (publish, a set change of a published set,
-subscribe, unsubscribe: ``bump_published``) bumps, and which the store itself caches, so a call
-pays no query while nothing changed. Results carry ``via`` from here.
+receipt still carries its fragment. The resolution is cached on the store's generation (every
+fragment write) and its ``published`` counter (every publish, set change of a published set,
+subscribe and unsubscribe), which the stores cache as they can (``published_stamp``), so a call
+pays at most one small read. Results carry ``via`` from here.
 """
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ if TYPE_CHECKING:
 def workspace_receipts(ws: Any) -> tuple[Receipt, ...]:
     """Every receipt of a live subscription to a live context whose fragment still qualifies.
     (``ws``: the ``Workspace``, which calls this module: not imported here, so no cycle.)"""
-    key = (ws.store.generation(), getattr(ws.store, "epoch", 0))   # every publishing write bumps it too
+    stamp = ws.store.published_stamp()
+    if stamp is None:
+        return ()
+    key = (ws.store.generation(), stamp, getattr(ws.store, "epoch", 0))
     cached = getattr(ws, "_receipts", None)
     if cached is not None and cached[0] == key:
         return cached[1]
-    if ws.store.published_stamp() is None:   # a store read-only before migration 015
-        ws._receipts = (key, ())
-        return ()
     out = []
     for context, scope, pinned_at, _served, fid, fversion, fscope, pinned, with_pins, *now in ws.store.received_rows():
         receipt = Receipt(fid, context, Scope.parse(fscope), Scope.parse(scope),

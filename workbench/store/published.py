@@ -121,17 +121,30 @@ class PublishQueries:
 
     # -- receiving ------------------------------------------------------------------------
 
+    # Whether this backend may keep the counter until ``forget_generation`` (DuckDB: every commit,
+    # rollback and reconnect forgets it, and no other process writes while this one holds the file);
+    # PostgreSQL reads it on each call, as another process may have changed it.
+    KEEPS_PUBLISHED_STAMP = False
+
     def published_stamp(self) -> int | None:
         """The counter every change of contexts, versions and subscriptions bumps (None: a store
         opened read-only before migration 015, which has no published contexts)."""
+        held = getattr(self, "_published_held", None)
+        if held is not None and held[0] == self.gen_epoch and not self._depth:
+            return held[1]
+        epoch = self.gen_epoch
         rows = self._q("SELECT value FROM meta WHERE key = 'published'")
-        return int(rows[0][0]) if rows else None
+        found = int(rows[0][0]) if rows else None
+        if self.KEEPS_PUBLISHED_STAMP and epoch == self.gen_epoch and not self._depth:
+            self._published_held = (epoch, found)
+        return found
 
     def bump_published(self) -> None:
-        """Count a change of contexts, versions or subscriptions, and bump the generation with it: what a
-        principal receives is cached on the generation (service/receipts.py), read once per call."""
+        """Count a change of contexts, versions or subscriptions (what a principal receives is cached
+        on it and the generation: service/receipts.py)."""
         self._q("UPDATE meta SET value = CAST(CAST(value AS BIGINT) + 1 AS VARCHAR) WHERE key = 'published'")
-        self.bump_generation()
+        self.forget_generation()   # the counter kept (DuckDB) is read again, after the commit too
+        self._local.bumped = True
 
     def received_rows(self) -> list[tuple]:
         """What every live subscription of a live context serves: (context, subscription scope,

@@ -46,6 +46,7 @@ class Store(CoreQueries, RetrievalQueries, FtsQueries, CurationQueries, ExportQu
     the FTS index) is kept in memory or skipped instead of stored."""
 
     persisted_fts = True
+    KEEPS_PUBLISHED_STAMP = True  # forgotten with the generation (each commit, rollback, reconnect)
     replicas = False  # one process holds the file: `server --workers` needs PostgreSQL
 
     def __init__(self, path: Path, *, read_only: bool | None = None, lock_timeout: float | None = None):
