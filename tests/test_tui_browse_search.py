@@ -132,8 +132,8 @@ async def test_browse_layout_fits(bench, size):
         assert detail.startswith(f"{row.id} · {row.title}")
         tree = screen.query_one("#scope-tree")
         assert tree.region.width <= 0.34 * size[0] + 1
-        await pilot.press("t")  # the tree folds away, the title gets wider
-        await pilot.pause()
+        await pilot.press("t")  # the tree folds away, the title gets wider (once the table is laid out again)
+        await until(pilot, lambda: not tree.display and len(cell(table, 0, "title")) >= 24, timeout=30)
         assert not tree.display and column_visible(app, table, "title", min_width=24)
         assert len(cell(table, 0, "title")) >= 24
         await pilot.press("t")
