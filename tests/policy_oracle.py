@@ -252,9 +252,13 @@ class Oracle:
         """The actor sees both, same org (and, to make sense, two distinct active fragments)."""
         if keep_id == drop_id:
             return Verdict.no("a fragment into itself", hidden=None)
+        unseen = [s for s in (keep, drop) if not self.visible(actor, s)]
         for state in (keep, drop):   # in this order: a received one is refused as read-only
             if not self.member_visible(actor, state):
-                return Verdict.no("unknown, invisible or received fragment", hidden=not self.visible(actor, state))
+                # a received one beside an invisible one: "read-only" or "unknown <the invisible
+                # one>" are both right (neither tells an unknown id from an invisible one)
+                hidden = None if unseen and self.visible(actor, state) else not self.visible(actor, state)
+                return Verdict.no("unknown, invisible or received fragment", hidden=hidden)
         if keep.scope.org != drop.scope.org:
             return Verdict.no("different orgs")
         if keep.status != "active" or drop.status != "active":
