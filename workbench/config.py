@@ -15,6 +15,7 @@ from typing import Any
 
 from .errors import NotFound, UserError, ValidationError
 from .models import Principal, Scope
+from .rank import persona as rank_persona
 from .schemas import plain_yaml, validate
 
 CONFIG_NAME = "workbench.yaml"
@@ -76,6 +77,7 @@ class WorkspaceConfig:
     allowed_origins: tuple[str, ...] = ()   # ... and its Origin allow-list (server.allowed_origins)
     store: str | None = None                # a PostgreSQL URL (no password); None: the folder's DuckDB file
     traces_retain_days: int | None = None   # traces older than this are removed (traces.retain_days); None: kept
+    ranking: rank_persona.Ranking = field(default_factory=rank_persona.Ranking)  # weights, default and per persona
 
     @classmethod
     def load(cls, path: Path) -> "WorkspaceConfig":
@@ -146,7 +148,9 @@ class WorkspaceConfig:
                    allowed_hosts=tuple((raw.get("server") or {}).get("allowed_hosts", ())),
                    allowed_origins=tuple((raw.get("server") or {}).get("allowed_origins", ())),
                    store=check_store(raw["store"], file=file) if raw.get("store") else None,
-                   traces_retain_days=(raw.get("traces") or {}).get("retain_days"))
+                   traces_retain_days=(raw.get("traces") or {}).get("retain_days"),
+                   ranking=rank_persona.parse(raw.get("ranking"), file=file,
+                                              personas={p for o in orgs.values() for p in o.personas}))
 
     def principal(self, name: str | None) -> Principal:
         """Look a principal up by name; None means the default principal."""

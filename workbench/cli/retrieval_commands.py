@@ -42,15 +42,20 @@ def retrieval_options(fn=None, *, query_required: bool = True):
         click.option("--updated-since", metavar="YYYY-MM-DD", help="only fragments updated on or after this date"),
         click.option("--dense-weight", type=FLOAT, metavar="W", help="weight of the dense score in weighted hybrid "
                      "fusion, 0..1 (default 0.7; 0.3 for a query naming a rare identifier)"),
+        click.option("--persona", metavar="P", help="act in persona P (one of yours): its ranking weights "
+                     "(ranking.personas in workbench.yaml) and its fragments preferred; never widens what you see"),
         json_option(),
     ]):
         fn = decorate(fn)
     return fn
 
 
-def _filters(kind, tag, owner, updated_since, dense_weight, min_confidence) -> dict:
-    return {"kind": values(kind), "tag": values(tag), "owner": values(owner), "updated_since": updated_since,
-            "dense_weight": dense_weight, "min_confidence": min_confidence}
+def _filters(kind, tag, owner, updated_since, dense_weight, min_confidence, persona=None) -> dict:
+    out = {"kind": values(kind), "tag": values(tag), "owner": values(owner), "updated_since": updated_since,
+           "dense_weight": dense_weight, "min_confidence": min_confidence}
+    if persona is not None:   # only when given: an older team server does not know the option
+        out["persona"] = persona
+    return out
 
 
 def _progress(stage: str, done: int, total: int) -> None:
@@ -80,16 +85,18 @@ def _fmt(v) -> str:
 @click.option("--min-confidence", type=FLOAT, metavar="C",
               help="drop hits whose calibrated confidence is below C, 0..1 (default: keep all; pins stay)")
 def search(query, principal, scope, pipeline, min_score, rerank, allow_secret, kind, tag, owner, updated_since,
-           dense_weight, as_json, k, lexical, fusion, dense, explain, min_confidence):
+           dense_weight, persona, as_json, k, lexical, fusion, dense, explain, min_confidence):
     with open_workbench() as wb:
         result = wb.search(query, principal=principal, k=k, pipeline=pipeline, lexical=lexical, fusion=fusion,
                            dense=dense, scope=scope, min_score=min_score, reranker=rerank, allow_secret=allow_secret,
-                           **_filters(kind, tag, owner, updated_since, dense_weight, min_confidence))
+                           **_filters(kind, tag, owner, updated_since, dense_weight, min_confidence, persona))
     if as_json:
         emit_json(result.to_dict())
         return
     cols = ["#", "id", "kind", "title", "score", "conf"]
     extra = ["lexical", "dense", "coverage", "fused", "freshness", "authority", "pinned"] if explain else ["scope"]
+    if explain and result.settings.get("persona"):
+        extra.append("persona")
 
     def row(h):
         title = h.fragment.title if not h.superseded_by else f"{h.fragment.title} [{h.superseded_label()}]"
@@ -132,7 +139,7 @@ def search(query, principal, scope, pipeline, min_score, rerank, allow_secret, k
 @click.option("--path-weight", type=FLOAT, metavar="W",
               help="weight of the path score against the query's relevance, 0..1 (default 0.6)")
 def context(query, principal, scope, pipeline, min_score, rerank, allow_secret, kind, tag, owner, updated_since,
-            dense_weight, as_json, budget, min_confidence, paths, diff, repo, path_weight):
+            dense_weight, persona, as_json, budget, min_confidence, paths, diff, repo, path_weight):
     from ..errors import UserError
 
     work: dict = {}
@@ -153,7 +160,7 @@ def context(query, principal, scope, pipeline, min_score, rerank, allow_secret, 
     with open_workbench() as wb:
         result = wb.context(query, principal=principal, budget=budget, scope=scope, pipeline=pipeline,
                             min_score=min_score, reranker=rerank, allow_secret=allow_secret, **work,
-                            **_filters(kind, tag, owner, updated_since, dense_weight, min_confidence))
+                            **_filters(kind, tag, owner, updated_since, dense_weight, min_confidence, persona))
     if as_json:
         emit_json(result.to_dict())
         return

@@ -60,6 +60,9 @@ Diff = Annotated[str | None, Field(min_length=1, max_length=8 * 1024 * 1024, des
                                    "(git diff output): the files it touches count as `paths`.")]
 MinConfidence = Annotated[float | None, Field(ge=0, le=1, description="Leave out hits whose confidence "
                                               "(0-1, comparable across queries) is below this.")]
+Persona = Annotated[str | None, Field(min_length=1, max_length=128, description="Act in this persona (one of "
+                                      "yours, e.g. sre): its ranking weights, its fragments preferred. Changes "
+                                      "ranking only; default: your persona when you have exactly one.")]
 
 
 def build_server(wb, principal: str | None = None, *, caller=None):
@@ -117,10 +120,11 @@ def build_server(wb, principal: str | None = None, *, caller=None):
     def search(query: Query,
                k: Annotated[int, Field(ge=1, le=MAX_K, description="How many hits, 1-100.")] = 10,
                kind: Kind = None, tag: Tag = None, owner: Owner = None, updated_since: Since = None,
-               dense_weight: DenseWeight = None, min_confidence: MinConfidence = None,
+               dense_weight: DenseWeight = None, min_confidence: MinConfidence = None, persona: Persona = None,
                ) -> Annotated[CallToolResult, shapes.SearchOut]:
         found = tool_call(wb.search, query, principal=me(), k=k, kind=kind, tag=tag, owner=owner,
-                          updated_since=updated_since, dense_weight=dense_weight, min_confidence=min_confidence)
+                          updated_since=updated_since, dense_weight=dense_weight, min_confidence=min_confidence,
+                          **({"persona": persona} if persona is not None else {}))
         data = shapes.search_data(found)
         return result(shapes.search_text(data, query), data)
 
@@ -148,13 +152,13 @@ def build_server(wb, principal: str | None = None, *, caller=None):
                                              "(the embedding model's tokenizer), 1-200000.")] = 3200,
                 kind: Kind = None, tag: Tag = None, owner: Owner = None, updated_since: Since = None,
                 dense_weight: DenseWeight = None, min_confidence: MinConfidence = None,
-                paths: WorkPaths = None, diff: Diff = None,
+                paths: WorkPaths = None, diff: Diff = None, persona: Persona = None,
                 ) -> Annotated[CallToolResult, shapes.ContextOut]:
         if query is None and paths is None and diff is None:
             raise ToolError("give a query, paths or a diff (or several)")
         options = {"kind": kind, "tag": tag, "owner": owner, "updated_since": updated_since,
                    "dense_weight": dense_weight, "min_confidence": min_confidence}
-        options.update({k: v for k, v in (("paths", paths), ("diff", diff)) if v is not None})
+        options.update({k: v for k, v in (("paths", paths), ("diff", diff), ("persona", persona)) if v is not None})
         composed, text = fitted_context(query, budget, options)
         return result(text, shapes.context_data(composed, budget))
 

@@ -74,7 +74,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from ..models import PRINCIPAL_KINDS, PROPOSAL_STATUSES, Content, Decision, Fragment, Principal, Scope, call_scopes
-from . import receiving
+from . import personas, receiving  # noqa: F401 - personas: the persona a call acts in
 from .admin import (may_calibrate, may_create_token, may_manage_token, may_purge_traces, sees_workspace_totals,
                     taken_message)
 from .decide import ALLOW, _deny, _lead_of, _unknown

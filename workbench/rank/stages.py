@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import persona as rank_persona
 from . import priors as rank_priors
 from . import supersession
 from .fusion import fusion
@@ -18,10 +19,13 @@ from .fusion import fusion
 
 def final_scores(lexical: np.ndarray, dense: np.ndarray, *, pipeline: str, fusion_name: str, depth: int,
                  dense_weight: float, min_score: float | None, fresh: np.ndarray, authority: np.ndarray,
-                 priors: rank_priors.Priors | None, demoted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                 priors: rank_priors.Priors | None, demoted: np.ndarray,
+                 weights: rank_persona.Weights | None = None, in_persona: np.ndarray | None = None,
+                 pinned: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(fused, final) scores per position. ``pipeline`` is hybrid, bm25 or dense; ``dense_weight``
     applies to weighted fusion only; ``priors`` None leaves the priors out; ``demoted`` are the
-    positions of superseded fragments (-inf stays -inf throughout)."""
+    positions of superseded fragments (-inf stays -inf throughout). ``weights`` (rank/persona.py)
+    scale the result and add the persona and pin bonuses (``in_persona``, ``pinned``: masks)."""
     if pipeline == "bm25":
         fused = lexical
     elif pipeline == "dense":
@@ -35,6 +39,8 @@ def final_scores(lexical: np.ndarray, dense: np.ndarray, *, pipeline: str, fusio
         final[final < min_score] = -np.inf
     if priors is not None:
         final = rank_priors.apply(final, fresh, authority, priors, depth=depth)
+    if weights is not None:
+        final = rank_persona.adjust(final, in_persona, pinned, weights)
     if demoted.size:
         final = supersession.demote(final, demoted)
     return fused, final

@@ -233,6 +233,11 @@ class SearchIndex:
                 mask[i] = True
         return mask
 
+    def in_persona(self, persona: str) -> np.ndarray:
+        """Mask of the fragments scoped to ``persona`` (in any org): the persona ranking feature's input."""
+        verdict = np.array([scope.persona == persona for scope, _ in self._group_keys], dtype=bool)
+        return verdict[self._group] if len(self.ids) else np.zeros(0, dtype=bool)
+
     def _signature(self, mask: np.ndarray) -> bytes:
         """The visibility groups ``mask`` covers (or, for a mask that splits a group, the mask)."""
         covered = np.zeros(len(self._group_keys), dtype=bool)

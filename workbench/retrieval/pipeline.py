@@ -31,6 +31,7 @@ import numpy as np
 from ..errors import UserError
 from ..models import Principal, Scope
 from ..rank import calibration
+from ..rank import persona as rank_persona
 from ..rank import priors as rank_priors
 from ..rank.fusion import DENSE_WEIGHT, fusion, top_k
 from ..rank.stages import final_scores
@@ -62,6 +63,8 @@ class Settings:
     rerank_top_n: int = 20
     dense_weight: float | None = None
     filters: Filters = field(default_factory=Filters)
+    persona: str | None = None                    # the persona the caller acts in (a ranking feature only)
+    weights: rank_persona.Weights | None = None   # workbench.yaml's ranking weights (None: the built-in rule)
 
     def check(self) -> "Settings":
         if self.pipeline not in PIPELINES:
@@ -90,7 +93,15 @@ class Settings:
                 "half_life_days": self.priors.half_life_days, "reranker": self.reranker,
                 "rerank_top_n": self.rerank_top_n, "chunker": CHUNKER_VERSION,
                 "dense_weight": None if self.dense_weight is None else float(self.dense_weight),
-                "filters": self.filters.to_dict()}
+                "filters": self.filters.to_dict(),
+                **({"persona": self.persona, "weights": self.weights.to_dict()} if self.weights is not None else {})}
+
+    def with_weights(self, persona: str | None, weights: rank_persona.Weights | None) -> "Settings":
+        """These settings acting in ``persona`` with ``weights`` (the priors' weights follow them)."""
+        if weights is None:
+            return replace(self, persona=persona, weights=None)
+        priors = replace(self.priors, freshness_weight=weights.freshness, authority_weight=weights.authority)
+        return replace(self, persona=persona, weights=weights, priors=priors)
 
 
 @dataclass
@@ -114,6 +125,8 @@ class Ranking:
     basis: np.ndarray | None = None          # the statistics' mask (what the caller sees in the working scope)
     query_idf: tuple[np.ndarray, np.ndarray] | None = None   # (token ids, idf) of the query, for coverage
     basis_cos: np.ndarray | None = None      # the query's cosine with every fragment of the basis
+    demoted: np.ndarray | None = None        # the positions demoted as superseded (what tuning re-scores with)
+    exact: bool = False                      # the query names a rare identifier (the lexical weight applies)
 
 
 def rank(index: SearchIndex, query: str, principal: Principal, settings: Settings, *, now: datetime,
@@ -148,26 +161,33 @@ def rank(index: SearchIndex, query: str, principal: Principal, settings: Setting
     t = time.perf_counter()
     # A query naming a rare identifier (an error code, a config key) is a lexical question,
     # unless the caller set the weight.
+    w = settings.weights
+    balance = w.dense if w is not None and w.dense is not None else DENSE_WEIGHT
     weight = settings.dense_weight if settings.dense_weight is not None else \
-        IDENTIFIER_DENSE_WEIGHT if exact else DENSE_WEIGHT
+        IDENTIFIER_DENSE_WEIGHT if exact else balance
     fresh = np.ones(n)
     with_priors = settings.use_priors and settings.pipeline == "hybrid" and n
     if with_priors:
         fresh = rank_priors.freshness(index.ages_days(now), index.half_lives(settings.priors.half_life))
     superseded, named = _supersession(index, query, seen, mask, principal) if n else ({}, set())
     demoted = np.array(sorted(set(superseded) - named), dtype=np.int64)
+    pinned = {index.pos[i] for i in pinned_ids if i in index.pos and mask[index.pos[i]]}
+    in_persona = index.in_persona(settings.persona) if settings.persona and n else np.zeros(n, dtype=bool)
+    pin_mask = np.zeros(n, dtype=bool)
+    pin_mask[list(pinned)] = True
     fused, final = final_scores(lexical, dense, pipeline=settings.pipeline, fusion_name=settings.fusion,
                                 depth=settings.depth, dense_weight=weight, min_score=settings.min_score,
                                 fresh=fresh, authority=authority, priors=settings.priors if with_priors else None,
-                                demoted=demoted)
-    pinned = {index.pos[i] for i in pinned_ids if i in index.pos and mask[index.pos[i]]}
+                                demoted=demoted, weights=w if with_priors else None, in_persona=in_persona,
+                                pinned=pin_mask)
     depth = max(settings.depth, settings.k * 3)
     order = [int(i) for i in top_k(final, depth)]   # by score: which pins go first is hits_from's call
     stages["fusion"] = (time.perf_counter() - t) * 1000
     return Ranking(order=order, final=final, pinned=pinned, stages_ms=stages,
                    parts={"lexical": lexical, "dense": dense, "fused": fused, "freshness": fresh,
-                          "authority": authority},
-                   superseded=superseded, named=named, query=query, query_vector=qv, basis=mask)
+                          "authority": authority, "in_persona": in_persona},
+                   superseded=superseded, named=named, query=query, query_vector=qv, basis=mask,
+                   demoted=demoted, exact=exact)
 
 
 def _supersession(index: SearchIndex, query: str, seen: np.ndarray, within: np.ndarray, principal: Principal
@@ -426,6 +446,8 @@ def _hit(index: SearchIndex, ranking: Ranking, i: int, position: int, *, top: fl
             scores[signal] = float(p[signal][i])
     if "rerank" in p:
         scores["rerank"] = val(p["rerank"])
+    if "in_persona" in p and p["in_persona"].any():   # acting in a persona: was this one scoped to it?
+        scores["persona"] = bool(p["in_persona"][i])
     top = _top_score(ranking) if top is None else top
     raw = float(ranking.final[i]) if np.isfinite(ranking.final[i]) else 0.0
     score = min(1.0, max(0.0, raw) / top) if top > 0 else 0.0

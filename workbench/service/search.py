@@ -70,6 +70,21 @@ class Retrieval(Feature):
 
         return replace(base, **fields).check()
 
+    def declared_personas(self) -> dict[str, tuple[str, ...]]:
+        return {name: org.personas for name, org in self.config.orgs.items()}
+
+    def acting(self, who: Principal, settings: Settings, persona: str | None) -> Settings:
+        """``settings`` for a call by ``who`` in ``persona`` (policy decides which persona applies:
+        the one given, if the caller is a member; else an agent's own), with workbench.yaml's weights
+        for it. A persona changes ranking only, never visibility."""
+        from ..rank.persona import DEFAULT
+
+        acting = policy.personas.acting_persona(who, persona, self.declared_personas())
+        weights = self.config.ranking.weights(acting)
+        if acting is None and weights == DEFAULT:
+            return settings
+        return settings.with_weights(acting, weights)
+
     def search_index(self, progress: Callable | None = None) -> search_index.SearchIndex:
         """The index of the current generation (the IndexManager's)."""
         return self.ws.index.current(progress)
@@ -143,20 +158,22 @@ class Retrieval(Feature):
                kind: str | list[str] | None = None, tag: str | list[str] | None = None,
                owner: str | list[str] | None = None, updated_since: date | str | None = None,
                dense_weight: float | None = None, min_confidence: float | None = None,
-               calibrate: bool = True) -> SearchResult:
+               calibrate: bool = True, persona: str | None = None) -> SearchResult:
         """Ranked hits and matching anti-patterns ("avoid"), each numbered 1..n, with a per-query
         ``score`` in [0, 1] and a calibrated ``confidence``. Superseded fragments are demoted and
         labelled. Filters (kind, tag, owner, updated_since) narrow the candidates before the k cut;
         ``min_confidence`` (none by default) drops hits below it. A pin that applies puts its fragment
         first (and exempt from ``min_confidence``) only when it is relevant to the query (confidence at
         least the workspace's floor): an unrelated pin ranks by its own score.
-        ``calibrate=False`` leaves confidences None, so ``pipeline="bm25"`` needs no model."""
+        ``calibrate=False`` leaves confidences None, so ``pipeline="bm25"`` needs no model.
+        ``persona``: act in that persona (its weights, and its fragments preferred; see ``acting``)."""
         who = self.principal(principal)
         within = Scope.coerce(scope)
         floor = _confidence(min_confidence)
         settings = self.settings(pipeline=pipeline, lexical=lexical, fusion=fusion, dense=dense, k=k,
                                  min_score=min_score, reranker=reranker, dense_weight=dense_weight,
                                  filters=self._filters(kind, tag, owner, updated_since))
+        settings = self.acting(who, settings, persona)
         now = now or utcnow()
         got = self.retrieve(query, who, settings, within=within, now=now, allow_secret=allow_secret,
                             min_confidence=floor, calibrate=calibrate)
@@ -181,7 +198,7 @@ class Retrieval(Feature):
                 updated_since: date | str | None = None, dense_weight: float | None = None,
                 min_confidence: float | None = None, paths: list[str] | None = None, diff: str | None = None,
                 diff_range: str | None = None, repo: str | None = None,
-                path_weight: float | None = None) -> ContextResult:
+                path_weight: float | None = None, persona: str | None = None) -> ContextResult:
         """Budgeted, cited context: pins, then ranked fragments, then anti-patterns to avoid.
         Superseded fragments are left out (unless the caller cannot see their superseder, or
         the query names them), and so is every candidate below the confidence floor
@@ -201,12 +218,14 @@ class Retrieval(Feature):
                                       pipeline=pipeline, k=k, min_score=min_score, reranker=reranker, now=now,
                                       allow_secret=allow_secret, kind=kind, tag=tag, owner=owner,
                                       updated_since=updated_since, dense_weight=dense_weight,
-                                      min_confidence=min_confidence, repo=repo, path_weight=path_weight)
+                                      min_confidence=min_confidence, repo=repo, path_weight=path_weight,
+                                      persona=persona)
         who = self.principal(principal)
         within = Scope.coerce(scope)
         floor = self.confidence_floor(min_confidence)
         settings = self.settings(pipeline=pipeline, k=k, min_score=min_score, reranker=reranker,
                                  dense_weight=dense_weight, filters=self._filters(kind, tag, owner, updated_since))
+        settings = self.acting(who, settings, persona)
         now = now or utcnow()
         got = self.retrieve(query, who, settings, within=within, now=now, allow_secret=allow_secret,
                             for_context=True, min_confidence=floor)
@@ -257,7 +276,8 @@ class Retrieval(Feature):
 
     def _work_context(self, query: str | None, work: list[str], *, principal, budget: int, scope, pipeline: str,
                       k: int, min_score, reranker, now, allow_secret: bool, kind, tag, owner, updated_since,
-                      dense_weight, min_confidence, repo: str | None, path_weight: float | None) -> ContextResult:
+                      dense_weight, min_confidence, repo: str | None, path_weight: float | None,
+                      persona: str | None = None) -> ContextResult:
         """``context`` for the work at hand (see there): the query's selection, if any, merged with
         the fragments linked to ``work``, composed within the budget and traced with the paths."""
         if query is not None and not (isinstance(query, str) and query.strip()):
@@ -267,6 +287,7 @@ class Retrieval(Feature):
         floor = self.confidence_floor(min_confidence) if query else None
         settings = self.settings(pipeline=pipeline, k=k, min_score=min_score, reranker=reranker,
                                  dense_weight=dense_weight, filters=self._filters(kind, tag, owner, updated_since))
+        settings = self.acting(who, settings, persona)
         now = now or utcnow()
         pins, hits, avoid, links, weight = self.work_select(query, work, who, settings, within=within, now=now,
                                                            allow_secret=allow_secret, floor=floor, repo=repo,
