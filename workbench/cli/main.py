@@ -18,7 +18,7 @@ import click
 
 from . import (bench_command, calibrate_command, check_commands, commands, completion, curate_commands, export_commands,
                gaps_commands, proposal_commands, publish_commands, retrieval_commands, server_command, token_commands,
-               trace_commands, tui_commands, upkeep_commands)
+               trace_commands, tui_commands, tune_command, upkeep_commands)
 from .options import RootGroup
 
 DESCRIPTION = ("A local-first knowledge workbench for curating what AI agents know: versioned, scoped, owned "
@@ -44,7 +44,7 @@ def cli(ctx: click.Context) -> int | None:
     return 0
 
 
-for _module in (commands, retrieval_commands, check_commands, calibrate_command, curate_commands, gaps_commands,
+for _module in (commands, retrieval_commands, check_commands, calibrate_command, tune_command, curate_commands, gaps_commands,
                 proposal_commands, publish_commands,
                 bench_command,
                 tui_commands,

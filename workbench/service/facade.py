@@ -40,6 +40,7 @@ from ..retrieval.embedder import Embedder
 from ..retrieval.manager import IndexManager
 from ..store import Store, open_store
 from .calibrating import Calibrating
+from .tuning import Tuning
 from .check import Checks
 from .complete import Completion
 from .curation import Curation
@@ -82,6 +83,7 @@ class Workbench:
         self.evaluation = Evaluation(self.ws, self.retrieval)
         self.calibrating = Calibrating(self.ws, self.retrieval, self.evaluation)
         self.checks = Checks(self.ws, self.evaluation, self.calibrating)
+        self.tuning = Tuning(self.ws, self.retrieval, self.evaluation)
         self.impact = Impact(self.ws, self.fragments, self.retrieval, self.evaluation)
         self.curation = Curation(self.ws, self.fragments, self.retrieval)
         self.ingestion = Ingestion(self.ws, self.curation)
@@ -319,6 +321,7 @@ class Workbench:
     eval_beir = staticmethod(Evaluation.eval_beir)
     check = _via("checks", Checks.check)
     calibrate = _via("calibrating", Calibrating.calibrate)
+    tune = _via("tuning", Tuning.tune)
     calibration = _via("calibrating", Calibrating.calibration)
     calibration_info = _via("calibrating", Calibrating.calibration_info)
     edit_impact = _via("impact", Impact.edit_impact)
