@@ -215,14 +215,18 @@ def trace(id, principal, as_json):
               "against the legacy model")
 @click.option("--sizes", metavar="N,N,...", help="with --abstention: workspace sizes in documents, 'all' for the "
               "whole set (default 20,200,2000,all)")
+@click.option("--by", "by", type=click.Choice(["persona"]), help="with --golden: also the metrics per persona the "
+              "queries are asked in (persona: in golden.yaml, else an agent's own; '-': none)")
 @json_option()
-def eval_(golden, beir, split, pipeline, compare, cache, abstention, sizes, as_json):
+def eval_(golden, beir, split, pipeline, compare, cache, abstention, sizes, by, as_json):
     from ..service import Workbench
 
     if golden and beir:
         raise click.UsageError("argument --beir: not allowed with argument --golden")
     if not golden and not beir:
         raise click.UsageError("one of the arguments --golden --beir is required")
+    if by and not golden:
+        raise click.UsageError("--by needs --golden")
     if (abstention or sizes) and not beir:
         raise click.UsageError("--abstention and --sizes need --beir")
     if sizes and not abstention:
@@ -247,6 +251,18 @@ def eval_(golden, beir, split, pipeline, compare, cache, abstention, sizes, as_j
         emit_json(report)
         return
     _print_eval(report, compare)
+    if by == "persona":
+        _print_by_persona(report)
+
+
+def _print_by_persona(report: dict) -> None:
+    names = [n for n in report if n not in ("compare", "paths")]
+    personas = sorted({p for n in names for p in report[n].get("by_persona", {})}, key=lambda p: (p == "-", p))
+    print("\nby persona (nDCG@10 / recall@10, queries; '-': asked in no persona):")
+    print(table(["persona", *names, "queries"],
+                ([p, *(f"{report[n]['by_persona'][p]['ndcg@10']:.3f} / {report[n]['by_persona'][p]['recall@10']:.3f}"
+                       if p in report[n]["by_persona"] else "-" for n in names),
+                  str(report[names[0]]["by_persona"].get(p, {}).get("queries", 0))] for p in personas)))
 
 
 def _sizes(text: str | None) -> list[int | None] | None:

@@ -126,10 +126,13 @@ def is_negative(q: dict[str, Any]) -> bool:
 
 def run_golden(index: SearchIndex, queries: list[dict[str, Any]], principal_of: Callable[[str], Principal],
                base: Settings, pipelines: Iterable[str], now: datetime,
-               floor: float = DEFAULT_FLOOR, keep_context: str | None = None) -> dict[str, Any]:
+               floor: float = DEFAULT_FLOOR, keep_context: str | None = None,
+               acting: Callable[[Principal, Settings, str | None], Settings] | None = None) -> dict[str, Any]:
     """Rank each golden query as its principal with each pipeline: ``{"metrics", "rankings"}``; with
     ``keep_context`` (a pipeline's name), also ``"context"``: query id → (hits, avoid) as context
-    selects them for that pipeline (before the token budget)."""
+    selects them for that pipeline (before the token budget). ``acting`` (the service's
+    ``Retrieval.acting``) puts each query in its persona (its ``persona:``, else its agent's own);
+    ``by_persona`` reports the metrics per persona ("-": asked in none)."""
     rankings: dict[str, dict[str, list[str]]] = {}
     kept: dict[str, tuple[list, list]] = {}
     report: dict[str, Any] = {}
@@ -138,12 +141,13 @@ def run_golden(index: SearchIndex, queries: list[dict[str, Any]], principal_of: 
     vectors = index.embedder.encode([q["query"] for q in queries]) if queries else None
     for name in pipelines:
         settings = preset(base, name)
-        runs, by_scope = [], defaultdict(list)
+        runs, by_scope, by_persona = [], defaultdict(list), defaultdict(list)
         rankings[name] = {}
         negatives = abstained = answered = 0
         for i, q in enumerate(queries):
             who = principal_of(q["principal"])
-            ranking = rank(index, q["query"], who, settings, now=now,
+            asked = acting(who, settings, q.get("persona")) if acting is not None else settings
+            ranking = rank(index, q["query"], who, asked, now=now,
                            query_vector=None if vectors is None else vectors[i])
             ranked = [index.ids[j] for j in ranking.order]
             rankings[name][q.get("id", str(i))] = ranked
@@ -158,6 +162,7 @@ def run_golden(index: SearchIndex, queries: list[dict[str, Any]], principal_of: 
                 continue
             judged = {fid: 1.0 for fid in q["relevant"]}
             runs.append((ranked, judged))
+            by_persona[asked.persona or "-"].append((ranked, judged))
             answered += bool(served & set(judged))
             first = next((index.fragment(index.pos[f]) for f in q["relevant"] if f in index.pos), None)
             if first is not None:
@@ -166,7 +171,8 @@ def run_golden(index: SearchIndex, queries: list[dict[str, Any]], principal_of: 
                         "answered": round(answered / len(runs), 4) if runs else None,
                         "abstention": round(abstained / negatives, 4) if negatives else None,
                         "negatives": negatives, "min_confidence": floor,
-                        "by_scope": {s: summarise(r) for s, r in sorted(by_scope.items())}}
+                        "by_scope": {s: summarise(r) for s, r in sorted(by_scope.items())},
+                        "by_persona": {p: summarise(r) for p, r in sorted(by_persona.items())}}
     return {"metrics": report, "rankings": rankings, **({"context": kept} if keep_context else {})}
 
 

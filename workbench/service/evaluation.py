@@ -83,7 +83,8 @@ class Evaluation(Feature):
         index = self.retrieval.search_index()
         # Pins are a curation overlay that always comes first; evaluation measures ranking alone.
         return evaluate.run_golden(index, queries, self.principal, self.retrieval.settings(), pipelines, now,
-                                   floor=self.retrieval.confidence_floor(), keep_context=keep_context)
+                                   floor=self.retrieval.confidence_floor(), keep_context=keep_context,
+                                   acting=self.retrieval.acting)
 
     @staticmethod
     def eval_beir(folder: str, *, split: str = "test", pipelines: list[str] | None = None,
