@@ -28,7 +28,7 @@ GRID: dict[str, tuple[float, ...]] = {
     "dense": (0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
     "freshness": (0.0, 0.05, 0.1, 0.2, 0.3, 0.5),
     "authority": (0.0, 0.05, 0.1, 0.2, 0.3, 0.5),
-    "persona": (0.0, 0.05, 0.1, 0.2, 0.3, 0.5),
+    "persona": (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0),
 }
 TUNED = tuple(GRID)   # relevance is the scale (fixed at 1); pins are left to curation (evaluation ranks without pins)
 PASSES = 3
