@@ -8,14 +8,16 @@ config; it does no database work.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Mapping
+from dataclasses import replace as _replace
 from typing import Any
 
 from .errors import NotFound, UserError, ValidationError
-from .models import Principal, Scope
-from .rank import persona as rank_persona
+from .models import DEFAULT_WEIGHTS, MAX_WEIGHT, WEIGHT_KEYS, Principal, RankingWeights, Scope, Weights
 from .schemas import plain_yaml, validate
 
 CONFIG_NAME = "workbench.yaml"
@@ -77,7 +79,7 @@ class WorkspaceConfig:
     allowed_origins: tuple[str, ...] = ()   # ... and its Origin allow-list (server.allowed_origins)
     store: str | None = None                # a PostgreSQL URL (no password); None: the folder's DuckDB file
     traces_retain_days: int | None = None   # traces older than this are removed (traces.retain_days); None: kept
-    ranking: rank_persona.Ranking = field(default_factory=rank_persona.Ranking)  # weights, default and per persona
+    ranking: RankingWeights = field(default_factory=RankingWeights)  # weights, default and per persona
 
     @classmethod
     def load(cls, path: Path) -> "WorkspaceConfig":
@@ -149,8 +151,8 @@ class WorkspaceConfig:
                    allowed_origins=tuple((raw.get("server") or {}).get("allowed_origins", ())),
                    store=check_store(raw["store"], file=file) if raw.get("store") else None,
                    traces_retain_days=(raw.get("traces") or {}).get("retain_days"),
-                   ranking=rank_persona.parse(raw.get("ranking"), file=file,
-                                              personas={p for o in orgs.values() for p in o.personas}))
+                   ranking=parse_ranking(raw.get("ranking"), file=file,
+                                             personas={p for o in orgs.values() for p in o.personas}))
 
     def principal(self, name: str | None) -> Principal:
         """Look a principal up by name; None means the default principal."""
@@ -245,3 +247,48 @@ def check_store(value: str, *, file: str = CONFIG_NAME) -> str:
         raise ValidationError("the URL must not carry a password (this file is shared): set PGPASSWORD or use "
                               "~/.pgpass", file=file, field="store")
     return value
+
+
+def parse_ranking(raw: Any, *, file: str, personas: set[str] | None = None) -> RankingWeights:
+    """``ranking:`` as read from workbench.yaml, validated: unknown keys, non-numbers, negative or
+    huge values and undeclared personas raise a ``ValidationError`` naming the file and the key."""
+    if raw is None:
+        return RankingWeights()
+    if not isinstance(raw, Mapping):
+        raise ValidationError("expected a mapping (default:, personas:)", file=file, field="ranking")
+    for key in raw:
+        if key not in ("default", "personas"):
+            raise ValidationError(f"unknown key {key!r} (valid: default, personas)", file=file,
+                                  field=f"ranking.{key}")
+    default = parse_weights(raw.get("default"), DEFAULT_WEIGHTS, file=file, where="ranking.default")
+    people = raw.get("personas") or {}
+    if not isinstance(people, Mapping):
+        raise ValidationError("expected a mapping of persona name to weights", file=file, field="ranking.personas")
+    out = {}
+    for name, value in people.items():
+        where = f"ranking.personas.{name}"
+        if not isinstance(name, str) or (personas is not None and name not in personas):
+            known = ", ".join(sorted(personas or ())) or "none"
+            raise ValidationError(f"unknown persona {name!r} (declared by the orgs: {known})", file=file, field=where)
+        out[name] = parse_weights(value, default, file=file, where=where)
+    return RankingWeights(default, out)
+
+
+def parse_weights(raw: Any, base: Weights, *, file: str, where: str) -> Weights:
+    """A mapping of weights over ``base``, validated (see ``parse``)."""
+    if raw is None:
+        return base
+    if not isinstance(raw, Mapping):
+        raise ValidationError(f"expected a mapping of weights ({', '.join(WEIGHT_KEYS)})", file=file, field=where)
+    values: dict[str, float] = {}
+    for key, value in raw.items():
+        if key not in WEIGHT_KEYS:
+            raise ValidationError(f"unknown weight {key!r} (valid: {', '.join(WEIGHT_KEYS)})", file=file,
+                                  field=f"{where}.{key}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ValidationError(f"expected a number, not {value!r}", file=file, field=f"{where}.{key}")
+        top = 1.0 if key == "dense" else MAX_WEIGHT
+        if not 0.0 <= float(value) <= top:
+            raise ValidationError(f"must be from 0 to {top:g} (got {value!r})", file=file, field=f"{where}.{key}")
+        values[key] = float(value)
+    return _replace(base, **values)

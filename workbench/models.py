@@ -404,3 +404,58 @@ class TextFile:
 
     name: str
     text: str
+
+
+# -- ranking weights (workbench.yaml's ranking:; rank/persona.py applies them, config.py parses them) --
+
+WEIGHT_KEYS = ("relevance", "freshness", "authority", "pins", "dense", "persona")
+MAX_WEIGHT = 10.0  # the largest ranking weight workbench.yaml may set
+
+
+@dataclass(frozen=True)
+class Weights:
+    """The ranking rule's weights (see the module docstring); ``dense`` None keeps the built-in balance."""
+
+    relevance: float = 1.0
+    freshness: float = 0.1
+    authority: float = 0.1
+    pins: float = 0.0
+    dense: float | None = None
+    persona: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    def changed(self, base: "Weights") -> dict[str, Any]:
+        """The weights that differ from ``base`` (what workbench.yaml needs to say)."""
+        mine, theirs = asdict(self), asdict(base)
+        return {k: mine[k] for k in WEIGHT_KEYS if mine[k] != theirs[k] and mine[k] is not None}
+
+
+DEFAULT_WEIGHTS = Weights()
+
+
+@dataclass(frozen=True)
+class RankingWeights:
+    """``ranking:`` of workbench.yaml: the weights for calls in no persona, and per persona."""
+
+    default: Weights = DEFAULT_WEIGHTS
+    personas: Mapping[str, Weights] = None  # type: ignore[assignment]
+
+    def __post_init__(self):
+        if self.personas is None:
+            object.__setattr__(self, "personas", {})
+
+    def weights(self, persona: str | None) -> Weights:
+        """The weights of a call made in ``persona`` (None: in none): the persona's, else the default."""
+        if persona is not None and persona in self.personas:
+            return self.personas[persona]
+        return self.default
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.default != DEFAULT_WEIGHTS:
+            out["default"] = self.default.changed(DEFAULT_WEIGHTS)
+        if self.personas:
+            out["personas"] = {name: w.changed(self.default) for name, w in sorted(self.personas.items())}
+        return out
