@@ -76,6 +76,7 @@ class WorkspaceConfig:
     allowed_origins: tuple[str, ...] = ()   # ... and its Origin allow-list (server.allowed_origins)
     store: str | None = None                # a PostgreSQL URL (no password); None: the folder's DuckDB file
     traces_retain_days: int | None = None   # traces older than this are removed (traces.retain_days); None: kept
+    models_rollback_days: int = 14          # a replaced model's vectors are kept this long (models.rollback_days)
 
     @classmethod
     def load(cls, path: Path) -> "WorkspaceConfig":
@@ -146,7 +147,8 @@ class WorkspaceConfig:
                    allowed_hosts=tuple((raw.get("server") or {}).get("allowed_hosts", ())),
                    allowed_origins=tuple((raw.get("server") or {}).get("allowed_origins", ())),
                    store=check_store(raw["store"], file=file) if raw.get("store") else None,
-                   traces_retain_days=(raw.get("traces") or {}).get("retain_days"))
+                   traces_retain_days=(raw.get("traces") or {}).get("retain_days"),
+                   models_rollback_days=int((raw.get("models") or {}).get("rollback_days", 14)))
 
     def principal(self, name: str | None) -> Principal:
         """Look a principal up by name; None means the default principal."""
