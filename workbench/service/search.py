@@ -26,7 +26,6 @@ from ..retrieval.results import ContextResult, SearchResult
 from ..retrieval import index as search_index
 from ..retrieval.compose import NO_KNOWLEDGE, compose
 from ..retrieval.filters import make_filters
-from ..retrieval.embedder import MODEL_NAME
 from ..retrieval.pipeline import Hit, Ranking, Settings, confidences, hits_from, rank, rerank, superseded_dict
 from ..models import utcnow
 from . import traces, workpaths
