@@ -146,7 +146,8 @@ def embedder_for(name: str, path: str, kind: str, backend: str | None = None) ->
 def probe(embedder: Embedder) -> int:
     """Encode the probe texts; the vectors' width (a ModelError when they are not finite unit vectors)."""
     try:
-        vectors = np.asarray(embedder.encode(list(PROBES)), dtype=np.float32)
+        vectors = np.stack([np.asarray(embedder.encode_query_uncached(t), dtype=np.float32).reshape(-1)
+                            for t in PROBES])  # one at a time: a batch's output is 384 wide by construction
     except ModelError:
         raise
     except Exception as e:  # noqa: BLE001 - whatever a foreign folder's graph does wrong
