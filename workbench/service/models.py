@@ -189,8 +189,7 @@ class Models(Feature):
             chunk = todo[at:at + BATCH]
             texts = index.texts_of([i for _, i in chunk])
             self._let_go()
-            matrix = embedder.encode(texts)
-            self.store.put_embeddings(name, [h for h, _ in chunk], matrix)
+            self.ws.index.embed([h for h, _ in chunk], texts, embedder=embedder)  # stored under its name
             done += len(chunk)
             self.store.set_model_progress(name, done, total, utcnow())
             if progress:
