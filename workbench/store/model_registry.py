@@ -36,9 +36,16 @@ class ModelRow(NamedTuple):
 class ModelQueries:
     # The host class (Store or PgStore) provides _q, con, transaction() and schema_pending.
 
+    _model_table = False  # seen once: a table is never removed by a newer schema
+
     def _no_model_table(self) -> bool:
-        _ = self.con  # (re)connect first: schema_pending is decided on connect
-        return any(name == "model_registry" for _, name in self.schema_pending)
+        """No registry here: a read-only database from before migration 016 (it is read-compatible,
+        so still opened), or one left at an older schema by a test of upgrades."""
+        if self._model_table:
+            return False
+        found = self._q("SELECT count(*) FROM information_schema.tables WHERE table_name = 'embedding_models'")[0][0]
+        self._model_table = bool(found)
+        return not found
 
     def model_rows(self) -> list[ModelRow]:
         """Every registered model, oldest first."""
