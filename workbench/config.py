@@ -80,6 +80,7 @@ class WorkspaceConfig:
     store: str | None = None                # a PostgreSQL URL (no password); None: the folder's DuckDB file
     traces_retain_days: int | None = None   # traces older than this are removed (traces.retain_days); None: kept
     ranking: RankingWeights = field(default_factory=RankingWeights)  # weights, default and per persona
+    models_rollback_days: int = 14          # a replaced model's vectors are kept this long (models.rollback_days)
 
     @classmethod
     def load(cls, path: Path) -> "WorkspaceConfig":
@@ -152,7 +153,8 @@ class WorkspaceConfig:
                    store=check_store(raw["store"], file=file) if raw.get("store") else None,
                    traces_retain_days=(raw.get("traces") or {}).get("retain_days"),
                    ranking=parse_ranking(raw.get("ranking"), file=file,
-                                             personas={p for o in orgs.values() for p in o.personas}))
+                                             personas={p for o in orgs.values() for p in o.personas}),
+                   models_rollback_days=int((raw.get("models") or {}).get("rollback_days", 14)))
 
     def principal(self, name: str | None) -> Principal:
         """Look a principal up by name; None means the default principal."""

@@ -17,8 +17,8 @@ from typing import Any
 import click
 
 from . import (bench_command, calibrate_command, check_commands, commands, completion, curate_commands, export_commands,
-               gaps_commands, proposal_commands, publish_commands, retrieval_commands, server_command, token_commands,
-               trace_commands, tui_commands, tune_command, upkeep_commands)
+               gaps_commands, model_commands, proposal_commands, publish_commands, retrieval_commands, server_command,
+               token_commands, trace_commands, tui_commands, tune_command, upkeep_commands)
 from .options import RootGroup
 
 DESCRIPTION = ("A local-first knowledge workbench for curating what AI agents know: versioned, scoped, owned "
@@ -48,7 +48,7 @@ for _module in (commands, retrieval_commands, check_commands, calibrate_command,
                 proposal_commands, publish_commands,
                 bench_command,
                 tui_commands,
-                export_commands, token_commands, trace_commands, upkeep_commands, server_command, completion):
+                export_commands, token_commands, trace_commands, upkeep_commands, server_command, model_commands, completion):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
 

@@ -7,6 +7,7 @@ import sys
 import click
 
 from .inputs import input_path
+from .model_commands import OptionalPairOption
 from .options import (FLOAT, INT, MultiValueOption, PRINCIPAL_DEFAULT, as_option, command, json_option,
                       open_workbench, scope_option, values)
 from .render import emit_json, table
@@ -217,8 +218,11 @@ def trace(id, principal, as_json):
               "whole set (default 20,200,2000,all)")
 @click.option("--by", "by", type=click.Choice(["persona"]), help="with --golden: also the metrics per persona the "
               "queries are asked in (persona: in golden.yaml, else an agent's own; '-': none)")
+@click.option("--compare-models", "compare_models", cls=OptionalPairOption, is_flag=False, flag_value="*",
+              metavar="[A B]", help="the golden (or BEIR) figures of two embedding models side by side (default: the "
+              "serving model and its shadow; see `workbench model`)")
 @json_option()
-def eval_(golden, beir, split, pipeline, compare, cache, abstention, sizes, by, as_json):
+def eval_(golden, beir, split, pipeline, compare, cache, abstention, sizes, by, compare_models, as_json):
     from ..service import Workbench
 
     if golden and beir:
@@ -241,6 +245,19 @@ def eval_(golden, beir, split, pipeline, compare, cache, abstention, sizes, by, 
         return
     pipelines = values(pipeline)
     compare = tuple(compare) if compare else None
+    if compare_models is not None:
+        from .model_commands import print_comparison
+
+        pair = None if compare_models == "*" else compare_models.split()
+        with open_workbench() as wb:
+            if golden:
+                with input_path(golden, name="golden.yaml") as golden_file:
+                    report = wb.compare_models(golden_file, pair, pipelines=pipelines)
+            else:
+                report = wb.compare_models_beir(beir, pair, split=split, pipelines=pipelines, cache=cache,
+                                                progress=_progress if sys.stderr.isatty() else None)
+        emit_json(report) if as_json else print_comparison(report)
+        return
     if golden:
         with input_path(golden, name="golden.yaml") as golden_file, open_workbench() as wb:
             report = wb.eval_golden(golden_file, pipelines=pipelines, compare=compare)

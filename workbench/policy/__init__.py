@@ -35,6 +35,8 @@ module turns it into a decision for each action:
       (create, list, revoke)   database file), an admin principal for any principal's tokens,
                                any principal for its own (``may_manage_token``); but an agent
                                never creates one, not even for itself (``may_create_token``)
+    change models (add,        the local administrator and admin persons and services, never an agent
+      shadow, promote, rollback) (``may_change_models``)
     purge traces, calibrate,   the local administrator and admin principals (``may_purge_traces``,
       workspace-wide figures   ``may_calibrate``, ``sees_workspace_totals``); others are counted
       (info, /metrics)         only what they see, or refused
@@ -75,8 +77,8 @@ from typing import Any, Callable, Mapping
 
 from ..models import PRINCIPAL_KINDS, PROPOSAL_STATUSES, Content, Decision, Fragment, Principal, Scope, call_scopes
 from . import personas, receiving  # noqa: F401 - personas: the persona a call acts in
-from .admin import (may_calibrate, may_create_token, may_manage_token, may_purge_traces, sees_workspace_totals,
-                    taken_message)
+from .admin import (may_calibrate, may_change_models, may_create_token, may_manage_token, may_purge_traces,
+                    sees_workspace_totals, taken_message)
 from .decide import ALLOW, _deny, _lead_of, _unknown
 from .sets import _change_set, _create_set, _publish, _read_set, _set_scope, _subscribe
 
@@ -441,5 +443,5 @@ def may_write(actor: Principal, current: Fragment | None, new: Content, *,
 
 __all__ = ["Decision", "ACTIONS", "RULES", "KIND_RULES", "WRITE_ACTIONS", "offered", "may", "require", "may_write",
            "write_action", "sees", "sees_scope", "sees_query", "taken_message", "may_manage_token", "may_create_token",
-           "may_purge_traces", "may_calibrate", "sees_workspace_totals", "call_scopes", "proposed_by", "authored",
+           "may_purge_traces", "may_calibrate", "may_change_models", "sees_workspace_totals", "call_scopes", "proposed_by", "authored",
            "reviews", "member_sees", "receiving"]

@@ -1,4 +1,5 @@
-"""Who may run the workspace: API tokens, purging traces, workspace-wide figures, calibration.
+"""Who may run the workspace: API tokens, purging traces, workspace-wide figures, calibration,
+the embedding model.
 
 Part of the policy (``from workbench import policy`` re-exports every name): decisions about the
 workspace as a whole rather than about a fragment, a scope or a set. Pure: no I/O.
@@ -49,6 +50,19 @@ def may_calibrate(actor: Principal | None) -> bool:
     """May ``actor`` refit or reset the confidence calibration (the floor below which everyone's
     ``context`` abstains)? Whoever may see the workspace's totals: the local administrator and admins."""
     return sees_workspace_totals(actor)
+
+
+def may_change_models(actor: Principal | None) -> Decision:
+    """May ``actor`` add, shadow, promote or roll back embedding models (what every search of the workspace
+    is scored with)? The local administrator and admin persons and services; never an agent, admin or not
+    (agents read and propose)."""
+    if actor is not None and actor.kind == "agent":
+        return _deny(f"{actor.name} is an agent: agents never change the embedding model (an admin or the local "
+                     "administrator does)", "change-models")
+    if actor is None or actor.admin:
+        return ALLOW
+    return _deny(f"only an admin or the local administrator may change the embedding model ({actor.name} is not "
+                 "an admin)", "change-models")
 
 
 def taken_message(fragment_id: str) -> str:

@@ -75,7 +75,7 @@ class Embedder:
         self.backend = check_backend(os.environ.get("WORKBENCH_EMBEDDER") or backend or DEFAULT_BACKEND)
         self._onnx = None
         self._lock = threading.Lock()
-        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._queries: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._queries_lock = threading.Lock()
 
     def _onnx_encoder(self):
@@ -126,15 +126,16 @@ class Embedder:
         per-call set-up (same vector as ``encode``). The last ``QUERY_CACHE`` distinct
         queries' vectors are kept (read-only arrays): agents ask the same questions again and
         again, and a query's vector is a pure function of its text and the model."""
+        key = (self.name, text)  # keyed by model too: a vector of another model must never answer
         with self._queries_lock:
-            held = self._queries.get(text)
+            held = self._queries.get(key)
             if held is not None:
-                self._queries.move_to_end(text)
+                self._queries.move_to_end(key)
                 return held
         vector = self.encode_query_uncached(text)
         vector.flags.writeable = False
         with self._queries_lock:
-            self._queries[text] = vector
+            self._queries[key] = vector
             while len(self._queries) > QUERY_CACHE:
                 self._queries.popitem(last=False)
         return vector

@@ -54,6 +54,7 @@ class SearchIndex:
         self.derived = derived            # the IndexManager: the only writer of derived data
         self.store = derived.store
         self.embedder = derived.embedder
+        self.model = self.embedder.name   # the model whose vectors this index holds (check_model)
         self.rows = rows
         self.source = source
         self.ids: list[str] = rows["id"].tolist()
@@ -106,7 +107,7 @@ class SearchIndex:
         O(changed) work plus a few vectorised copies."""
         new = SearchIndex.__new__(SearchIndex)
         new.generation = generation
-        new.derived, new.store, new.embedder = self.derived, self.store, self.embedder
+        new.derived, new.store, new.embedder, new.model = self.derived, self.store, self.embedder, self.model
         new.rows, new.source, new.progress = rows, self.source, self.progress
         new.ids, new.pos = self.ids, self.pos            # never written in place
         at = changed.tolist()
@@ -349,6 +350,25 @@ class SearchIndex:
                     self.release_texts()
         return self._vectors
 
+    def check_model(self, name: str) -> None:
+        """Raise unless this index holds the vectors of model ``name``: a query vector is scored only
+        against vectors of the model that computed it (the pipeline asks before every dense stage)."""
+        if name != self.model:
+            from ..errors import ModelError
+
+            raise ModelError(f"the index holds vectors of {self.model!r}, not of {name!r}: a query is never "
+                             "scored against another model's vectors")
+
+    def embedding_items(self, positions: Iterable[int] | None = None) -> list[tuple[str, int]]:
+        """(text hash, first position) of each distinct text the vectors hold, of ``positions``
+        (default: all), in position order. What ``_fill_vectors`` embeds, and what ``model shadow``
+        embeds for another model (service/models.py): one list, so a second model's generation holds
+        exactly the texts this index embeds (texts added here, e.g. chunks, follow by themselves)."""
+        first: dict[str, int] = {}
+        for i in (range(len(self.hashes)) if positions is None else positions):
+            first.setdefault(self.hashes[i], int(i))
+        return list(first.items())
+
     def quantized(self):
         """The int8 codes of ``vectors()`` (rank/quantized.py), built once per index generation."""
         if self._quantized is None:
@@ -383,21 +403,19 @@ class SearchIndex:
         texts nobody embedded yet embedded now (and stored)."""
         wanted = [self.hashes[i] for i in np.flatnonzero(~have)]
         if wanted:
-            stored = self.derived.embeddings(list(dict.fromkeys(wanted)))
+            stored = self.derived.embeddings(list(dict.fromkeys(wanted)), model=self.model)
             for i in np.flatnonzero(~have):
                 vector = stored.get(self.hashes[i])
                 if vector is not None:
                     out[i], have[i] = vector, True
         missing = np.flatnonzero(~have)
         if missing.size:
-            first: dict[str, int] = {}
-            for i in missing:
-                first.setdefault(self.hashes[i], int(i))
-            todo = list(first.items())
+            todo = self.embedding_items(missing)
             batch = 256
             for start in range(0, len(todo), batch):
                 chunk = todo[start:start + batch]
-                matrix = self.derived.embed([h for h, _ in chunk], self.texts_of([i for _, i in chunk]))
+                matrix = self.derived.embed([h for h, _ in chunk], self.texts_of([i for _, i in chunk]),
+                                            embedder=self.embedder)
                 by_hash = dict(zip((h for h, _ in chunk), matrix))
                 for i in missing:
                     vector = by_hash.get(self.hashes[i])

@@ -37,9 +37,15 @@ class BuildStopped(Exception):
 
 
 class IndexManager:
-    def __init__(self, store, embedder: Embedder | None = None):
+    def __init__(self, store, embedder: Embedder | None = None, *, follow: bool = True):
+        """``follow``: use the model the store's registry names as serving (retrieval/models.py), now
+        and after every change of generation (a promote or rollback bumps it, in any process);
+        ``embedder`` is then the bundled model's, used while none registered serves. Without
+        ``follow``, ``embedder`` always (evaluating a shadow model beside the serving one)."""
         self.store = store
         self.embedder = embedder or Embedder()
+        self._bundled = self.embedder
+        self.follows = follow
         self.vocabulary = Vocabulary()
         self.tokens = TokenCounter()
         self._index: SearchIndex | None = None
@@ -51,6 +57,7 @@ class IndexManager:
         self._builders: list[threading.Thread] = []
         self._stopping = threading.Event()  # set while the workspace closes: builds behind stop
         self._local = threading.local()    # .behind: this thread builds behind (may be stopped)
+        self.follow_serving()
 
     # -- the index of the current generation ---------------------------------------------
 
@@ -69,6 +76,7 @@ class IndexManager:
             return previous  # this read sees the one before; the next ones, the new one
         with self._lock:
             if self._index is None or self._index.generation != generation:
+                self.follow_serving()  # a promote or rollback bumped the generation: maybe another model now
                 seed = self._snapshot() if self._index is None else None
                 with self.store.snapshot() if self._index is None else contextlib.nullcontext():
                     # (built from nothing: every read of the build sees one state of the store)
@@ -191,6 +199,23 @@ class IndexManager:
         finally:
             self._stopping.clear()
 
+    def follow_serving(self) -> bool:
+        """Switch to the model the registry names as serving, if it is not this manager's: the index
+        is then built anew from that model's stored vectors (never carried over from another
+        model's). True when it switched."""
+        if not self.follows:
+            return False
+        from .models import serving_embedder
+
+        found = serving_embedder(self.store, self._bundled, self.embedder)
+        if found is self.embedder:
+            return False
+        with self._lock:
+            self.embedder = found
+            self._index = None
+            self.vocabulary = Vocabulary()
+        return True
+
     def invalidate(self) -> None:
         """Forget everything held in memory (the next ``current()`` rebuilds from the store)."""
         with self._lock:
@@ -251,17 +276,19 @@ class IndexManager:
         if self.store.authority_generation() == unchanged_since:
             self.store.touch_authority(generation)
 
-    def embeddings(self, hashes: list[str]) -> dict[str, np.ndarray]:
-        """Stored vectors of these text hashes (all stored ones for a large request)."""
-        return self.store.embeddings(self.embedder.name, hashes if len(hashes) < 5000 else None)
+    def embeddings(self, hashes: list[str], model: str | None = None) -> dict[str, np.ndarray]:
+        """Stored vectors of these text hashes (all stored ones for a large request), of ``model``
+        (default: this manager's; an index passes the model whose vectors it holds)."""
+        return self.store.embeddings(model or self.embedder.name, hashes if len(hashes) < 5000 else None)
 
-    def embed(self, hashes: list[str], texts: list[str]) -> np.ndarray:
+    def embed(self, hashes: list[str], texts: list[str], embedder: Embedder | None = None) -> np.ndarray:
         """Vectors of texts no vector was stored for: computed, and kept in the store. A build
         behind stops here, between batches, when the workspace is closing (``settle(stop=True)``)."""
         if self._stopping.is_set() and getattr(self._local, "behind", False):
             raise BuildStopped()
-        matrix = self.embedder.encode(texts)
-        self.store.put_embeddings(self.embedder.name, hashes, matrix)
+        embedder = embedder or self.embedder
+        matrix = embedder.encode(texts)
+        self.store.put_embeddings(embedder.name, hashes, matrix)
         return matrix
 
     def build_fts(self, ids: list[str], texts: Callable[[], list[str]], generation: int) -> None:

@@ -264,6 +264,7 @@ def _dense(index: SearchIndex, qv: np.ndarray, mask: np.ndarray, settings: Setti
     given ``lexical``, the best lexical candidates too: weighted fusion adds the cosine of every
     lexical candidate, and one left at -inf counts as 0 there."""
     n = len(index.ids)
+    index.check_model(index.embedder.name)  # the query vector's model is the one whose vectors are scored
     if settings.dense == "numpy":
         sims = _dot_rows(index.vectors(), qv.astype(np.float32))
         return np.where(mask, sims.astype(np.float64), -np.inf)
@@ -279,7 +280,7 @@ def _dense(index: SearchIndex, qv: np.ndarray, mask: np.ndarray, settings: Setti
     by_hash: dict[str, list[int]] = {}
     for i in np.flatnonzero(mask):
         by_hash.setdefault(index.hashes[i], []).append(int(i))
-    for h, sim in index.store.dense_scan(index.embedder.name, qv, visible_hashes, settings.depth):
+    for h, sim in index.store.dense_scan(index.model, qv, visible_hashes, settings.depth):
         for i in by_hash.get(h, ()):
             out[i] = sim
     return out

@@ -90,14 +90,15 @@ class Evaluation(Feature):
     def eval_beir(folder: str, *, split: str = "test", pipelines: list[str] | None = None,
                   compare: tuple[str, str] | None = None, cache: str | None = None,
                   progress: Callable | None = None, abstention: bool = False,
-                  sizes: list[int | None] | None = None) -> dict[str, Any]:
+                  sizes: list[int | None] | None = None, embedder=None) -> dict[str, Any]:
         """Evaluate on a BEIR directory. Embeddings are cached (by text hash) in ``cache``: a DuckDB
         file (default: $WORKBENCH_CACHE, else ~/.cache/workbench/eval.duckdb) or a PostgreSQL URL.
 
         ``abstention``: instead, workspaces of each of ``sizes`` documents (None: the whole set;
         default 20, 200, 2,000 and the whole set) where each query is answerable or not
         (retrieval/abstention.py), with the answered and abstained rates of the prior and of the
-        legacy model (fitted on the sample corpus before issue 28) at their floors, per size."""
+        legacy model (fitted on the sample corpus before issue 28) at their floors, per size.
+        ``embedder``: rank with this model's vectors (``eval --compare-models``) instead of the bundled model's."""
         import os
         from pathlib import Path
 
@@ -118,7 +119,7 @@ class Evaluation(Feature):
             cache_path.parent.mkdir(parents=True, exist_ok=True)
             store = open_store(cache_path, cache_path.parent)
         try:
-            index = evaluate.beir_index(corpus, IndexManager(store))
+            index = evaluate.beir_index(corpus, IndexManager(store, embedder, follow=embedder is None))
             index.progress = progress
             if abstention or any(evaluate.PRESETS[n]["pipeline"] != "bm25" for n in names):
                 index.vectors()

@@ -20,6 +20,7 @@ the service's features, each in its own module and each told in its constructor 
     proposing   Proposals   agent proposals: propose, the review queue, accept, reject
     publishing  Publishing  published contexts and subscriptions: publish, subscribe, their views
     contexts    ContextExports  a published context as a bundle (agent files: exports, ``context=``)
+    models      Models      embedding models: add, shadow, compare, promote, rollback (models.py)
 
 Every public method below is one of theirs, named in the table at the end of the class. The
 facade never renders output and never parses command lines; rules are decided in the features
@@ -50,6 +51,7 @@ from .fragments import Fragments
 from .gaps import Gaps
 from .impact import Impact
 from .ingest import Ingestion
+from .models import Models
 from .search import Retrieval
 from .staleness import Staleness
 from .proposals import Proposals
@@ -97,6 +99,7 @@ class Workbench:
         self.tokens = Tokens(self.ws)
         self.traces = Traces(self.ws)
         self.completion = Completion(self.ws)
+        self.models = Models(self.ws, self.retrieval)
 
     @property
     def root(self) -> Path:
@@ -382,6 +385,16 @@ class Workbench:
     subscriptions = _via("publishing", Publishing.subscriptions)
     context_fragments = _via("contexts", ContextExports.context_fragments)
     export_context_bundle = _via("contexts", ContextExports.export_context_bundle)
+
+    model_list = _via("models", Models.model_list)
+    model_add = _via("models", Models.model_add)
+    model_shadow = _via("models", Models.model_shadow)
+    model_promote = _via("models", Models.model_promote)
+    model_rollback = _via("models", Models.model_rollback)
+    model_expire = _via("models", Models.expire)
+    compare_models = _via("models", Models.compare_golden)
+    compare_models_beir = _via("models", Models.compare_beir)
+    build_int8 = staticmethod(Models.build_int8)
 
     complete_ids = _via("completion", Completion.fragment_ids)
     complete_scopes = _via("completion", Completion.scopes)

@@ -26,7 +26,6 @@ from ..retrieval.results import ContextResult, SearchResult
 from ..retrieval import index as search_index
 from ..retrieval.compose import NO_KNOWLEDGE, compose
 from ..retrieval.filters import make_filters
-from ..retrieval.embedder import MODEL_NAME
 from ..retrieval.pipeline import Hit, Ranking, Settings, confidences, hits_from, rank, rerank, superseded_dict
 from ..models import utcnow
 from . import traces, workpaths
@@ -383,7 +382,7 @@ class Retrieval(Feature):
         trace_id = "tr_" + now.strftime("%Y%m%d%H%M%S") + "_" + secrets.token_hex(4)
         stored = self.store.put_trace({"id": trace_id, "created_at": now, "kind": kind, "query": query,
                                        "principal": who.name, "scope": str(within) if within else None,
-                                       "settings": {**(settings.to_dict() if settings else {}), "model": MODEL_NAME,
+                                       "settings": {**(settings.to_dict() if settings else {}), "model": self.ws.index.embedder.name,
                                                     "embedder": self.ws.index.embedder.backend, **(extra or {})},
                                        "served": served})
         if stored:

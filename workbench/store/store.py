@@ -23,6 +23,7 @@ from .counts import CountQueries
 from .curation import CurationQueries
 from .export import ExportQueries
 from .fts import FtsQueries
+from .model_registry import ModelQueries
 from .overrides import OverrideQueries
 from .proposals import ProposalQueries
 from .retrieval import RetrievalQueries
@@ -33,7 +34,7 @@ from .upkeep_queries import BackupQueries
 
 
 class Store(CoreQueries, RetrievalQueries, FtsQueries, CurationQueries, ExportQueries, OverrideQueries, TokenQueries,
-            ProposalQueries, CountQueries, BackupQueries, AliasQueries, PublishQueries):
+            ProposalQueries, CountQueries, BackupQueries, AliasQueries, PublishQueries, ModelQueries):
     """One open workspace database (DuckDB).
 
     ``persisted_fts``: whether the ``duckdb-fts`` lexical backend's index can live here;

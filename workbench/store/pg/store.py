@@ -44,6 +44,7 @@ from ..core import CoreQueries
 from ..counts import CountQueries
 from ..curation import CurationQueries
 from ..export import ExportQueries
+from ..model_registry import ModelQueries
 from ..overrides import OverrideQueries
 from ..proposals import ProposalQueries
 from ..published import PublishQueries
@@ -132,7 +133,7 @@ class _Pool:
 
 
 class PgStore(PgQueries, PgUpkeep, CoreQueries, RetrievalQueries, CurationQueries, ExportQueries, OverrideQueries,
-              TokenQueries, ProposalQueries, CountQueries, AliasQueries, PublishQueries):
+              TokenQueries, ProposalQueries, CountQueries, AliasQueries, PublishQueries, ModelQueries):
     """One workspace in a PostgreSQL database (``dsn``). ``root``: the workspace folder, where
     caches derived from the database live (the index snapshot), named after the database so two
     databases never share one."""
