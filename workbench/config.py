@@ -76,6 +76,7 @@ class WorkspaceConfig:
     allowed_origins: tuple[str, ...] = ()   # ... and its Origin allow-list (server.allowed_origins)
     store: str | None = None                # a PostgreSQL URL (no password); None: the folder's DuckDB file
     traces_retain_days: int | None = None   # traces older than this are removed (traces.retain_days); None: kept
+    archives: dict[str, int] = field(default_factory=dict)  # archives.compress_after / summary_tokens (service/archives.py)
 
     @classmethod
     def load(cls, path: Path) -> "WorkspaceConfig":
@@ -146,7 +147,8 @@ class WorkspaceConfig:
                    allowed_hosts=tuple((raw.get("server") or {}).get("allowed_hosts", ())),
                    allowed_origins=tuple((raw.get("server") or {}).get("allowed_origins", ())),
                    store=check_store(raw["store"], file=file) if raw.get("store") else None,
-                   traces_retain_days=(raw.get("traces") or {}).get("retain_days"))
+                   traces_retain_days=(raw.get("traces") or {}).get("retain_days"),
+                   archives=dict(raw.get("archives") or {}))
 
     def principal(self, name: str | None) -> Principal:
         """Look a principal up by name; None means the default principal."""
