@@ -78,6 +78,9 @@ class Archives(Feature):
         observations beyond the newest ``compress_after``. ``dry_run``: report, write nothing."""
         who = self.principal(actor)
         within = Scope.coerce(scope)
+        problem = self.config.check_scope(within) if within is not None else None
+        if problem:
+            raise UserError(f"bad scope {str(within)!r}: {problem}", param="scope")
         keep = self.threshold()
         budget = int(self.config.archives.get("summary_tokens", DEFAULT_SUMMARY_TOKENS))
         report = CompressReport(dry_run, keep)
