@@ -21,6 +21,7 @@ from .. import policy
 from ..curate import compress
 from ..curate.ids import new_id
 from ..errors import UserError
+from ..ingest.files import normalise_body
 from ..models import ARCHIVE_KINDS, Content, Fragment, Principal, Scope, utcnow
 from .fragments import Fragments
 from .workspace import Feature
@@ -124,7 +125,7 @@ class Archives(Feature):
         intro = (f"Extractive summary of {len(refs)} older session summaries and agent observations in {scope} "
                  "(the sentences that carry the most distinct information). The sources are archived and stay "
                  "searchable with `workbench search --include-archived`.")
-        content = Content(kind=SUMMARY_KIND, title=title[:200], body=compress.render(intro, chosen, refs),
+        content = Content(kind=SUMMARY_KIND, title=title[:200], body=normalise_body(compress.render(intro, chosen, refs)),
                           scope=scope, owner=owner, tags=(SUMMARY_TAG,),
                           details=(("compressed_from", tuple(refs)),))
         fid = summary.id if summary else self._new_id(title, scope)
