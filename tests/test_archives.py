@@ -143,6 +143,18 @@ def test_cli_archive_compress_and_nudge_runs_it(archive_ws):
     assert run_cli("archive", "tw-obs-t3", "--reason", "x", "--as", "raj.patel", workspace=archive_ws).returncode == 0
 
 
+@pytest.mark.duckdb_only("the secret guard is above the store")
+def test_an_observation_stored_with_a_secret_override_is_never_compressed(archive_ws, tmp_path):
+    key = "AKIA" + "Q3EGRT7LZ5XWM2PD"
+    _observation(tmp_path / "secret", "tw-obs-t0", f"The deploy job printed the access key {key} in its log.", 1)
+    with Workbench.open(archive_ws) as wb:
+        assert not wb.ingest([tmp_path / "secret"], actor="kb.sync", allow_secret=True).errors
+        report = wb.compress_archives(actor="raj.patel").to_dict()
+        assert report["compressed"][0]["archived"] == ["tw-obs-t1@v1", "tw-obs-t2@v1"]   # t0 is the oldest
+        assert wb.store.get("tw-obs-t0").status == "active"
+        assert key not in wb.store.get(report["compressed"][0]["summary"]).body
+
+
 def test_summarise_covers_distinct_information_within_budget_and_attribution_cannot_be_forged():
     sources = [compress.Source("a@v1", "A", "The relay stalled behind vacuum. The relay stalled behind vacuum again."),
                compress.Source("b@v2", "B", "Depot Rotterdam-North moved and the geocoder cache was stale.")]

@@ -10,6 +10,8 @@ it), else the newest source's owner. One summary per group: a later run folds ne
 version of it. Only groups the actor sees are counted, and only those the policy lets it write
 (the summary, each archive) are compressed; the others are reported as skipped, with the reason.
 Everything one run writes is one transaction; a run with nothing beyond the threshold writes nothing.
+A fragment stored with a secret-guard override is never compressed (its text would reach agents
+through the summary), and the summary passes the secret guard like any write.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from typing import Any
 from .. import policy
 from ..curate import compress
 from ..curate.ids import new_id
-from ..errors import UserError
+from ..errors import UserError, WorkbenchError
 from ..ingest.files import normalise_body
+from ..ingest.importer import guard_secrets
 from ..models import ARCHIVE_KINDS, Content, Fragment, Principal, Scope, utcnow
 from .fragments import Fragments
 from .workspace import Feature
@@ -88,8 +91,9 @@ class Archives(Feature):
         with self.store.transaction():
             groups: dict[tuple, list[Fragment]] = {}
             summaries: dict[tuple, Fragment] = {}
+            flagged = self.store.secret_flagged()   # stored with a secret-guard override: never copied
             for f in self.store.fragments(status="active", within=within):
-                if f.kind not in ARCHIVE_KINDS or not policy.sees(who, f):
+                if f.kind not in ARCHIVE_KINDS or f.id in flagged or not policy.sees(who, f):
                     continue
                 key = (f.scope, f.owner if f.scope.session else None)
                 if is_summary(f):
@@ -136,6 +140,11 @@ class Archives(Feature):
                                            principals=self.config.principals)
         if not refusal:
             report.skipped.append({"scope": str(scope), "reason": refusal.message or "not allowed"})
+            return None
+        try:   # the sources passed the secret guard once; what the summary copies of them must too
+            guard_secrets(content, file=f"<archive of {scope}>", allow=False, overrides=[])
+        except WorkbenchError as e:
+            report.skipped.append({"scope": str(scope), "reason": e.message})
             return None
         version = (summary.version + 1) if summary else 1
         if not dry_run:
