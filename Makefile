@@ -21,8 +21,8 @@ WB     := $(BIN)/workbench --workspace $(DEMO)
 workspace: $(STAMP)
 	$(WB) init --config sample_corpus/workbench.yaml --force
 	$(WB) ingest sample_corpus/fragments --as kb.sync
-	$(WB) index --progress
 	grep -v -e '^#' -e '^$$' sample_corpus/contexts.txt | while read -r line; do $(WB) $$line >/dev/null || exit 1; done
+	$(WB) index --progress
 
 # The demo runs the main job on the sample corpus (search, budgeted context for an agent,
 # the golden-set evaluation), then opens the TUI when run from a terminal.

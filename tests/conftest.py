@@ -77,9 +77,10 @@ def _build_sample(root: Path) -> None:
     with Workbench.init(root, config=CONFIG) as bench:
         report = bench.ingest([SAMPLE / "fragments"], actor="kb.sync")
         assert not report.errors, report.errors
+    apply_contexts(root)   # before warming: its last line writes (the archive summary) and must be indexed
+    with Workbench.open(root) as bench:
         bench.warm()  # embeddings, authority and the FTS index, once per test run
         bench.impact.warm()  # the golden queries' vectors, which every edit's impact ranks with
-    apply_contexts(root)
 
 
 def apply_contexts(root: Path) -> None:

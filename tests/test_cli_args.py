@@ -131,7 +131,7 @@ def test_repeated_and_space_separated_values_reach_the_core(ws, sample_workspace
     r = run_cli("eval", "--golden", str(ROOT / "sample_corpus" / "golden.yaml"), "--pipeline", "bm25",
                 "--pipeline", "fts", "--json", workspace=sample_workspace)
     assert r.returncode == 0, r.stderr
-    assert set(json.loads(r.stdout)) == {"bm25", "fts", "paths"}  # each pipeline asked for, and the path entries apart
+    assert set(json.loads(r.stdout)) == {"bm25", "fts", "paths", "archived"}  # each pipeline asked for; path and archived entries apart
 
 
 # -- usage errors: exit 2, one line, no traceback ----------------------------------------------------------------

@@ -100,7 +100,8 @@ def test_cli_eval_golden_json_contract(sample_workspace, cli):
             workspace=sample_workspace)
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
-    assert set(data) == {"bm25", "hybrid", "paths"} and METRICS <= set(data["hybrid"])   # paths: golden paths: entries
+    assert set(data) == {"bm25", "hybrid", "paths", "archived"} and METRICS <= set(data["hybrid"])   # paths: golden paths: entries
+    assert data["archived"]["hybrid"]["queries"] >= 5 and data["archived"]["hybrid"]["recall@10"] >= 0.8   # --include-archived
     r = cli("eval", "--golden", str(SAMPLE / "golden.yaml"), "--pipeline", "nope", workspace=sample_workspace)
     assert r.returncode == 2 and "unknown pipeline 'nope'" in r.stderr
 

@@ -81,6 +81,7 @@ class WorkspaceConfig:
     traces_retain_days: int | None = None   # traces older than this are removed (traces.retain_days); None: kept
     ranking: RankingWeights = field(default_factory=RankingWeights)  # weights, default and per persona
     models_rollback_days: int = 14          # a replaced model's vectors are kept this long (models.rollback_days)
+    archives: dict[str, int] = field(default_factory=dict)  # archives.compress_after / summary_tokens (service/archives.py)
 
     @classmethod
     def load(cls, path: Path) -> "WorkspaceConfig":
@@ -154,7 +155,8 @@ class WorkspaceConfig:
                    traces_retain_days=(raw.get("traces") or {}).get("retain_days"),
                    ranking=parse_ranking(raw.get("ranking"), file=file,
                                              personas={p for o in orgs.values() for p in o.personas}),
-                   models_rollback_days=int((raw.get("models") or {}).get("rollback_days", 14)))
+                   models_rollback_days=int((raw.get("models") or {}).get("rollback_days", 14)),
+                   archives=dict(raw.get("archives") or {}))
 
     def principal(self, name: str | None) -> Principal:
         """Look a principal up by name; None means the default principal."""

@@ -17,11 +17,11 @@ from typing import Any
 
 from .errors import NotFound, PermissionDenied, UserError
 
-KINDS = ("decision", "runbook", "code", "policy", "note", "session-summary", "anti-pattern")
+KINDS = ("decision", "runbook", "code", "policy", "note", "session-summary", "anti-pattern", "observation")
 STATUSES = ("active", "archived", "proposed", "rejected")
 PROPOSAL_STATUSES = ("proposed", "rejected")   # an agent's proposal, before (or after a negative) review
 PROPOSAL_FIELDS = ("proposed_by", "review")    # details of a proposal: its author, and the review record
-PROPOSAL_KINDS = ("note", "session-summary", "anti-pattern")  # what an agent may propose
+PROPOSAL_KINDS = ("note", "session-summary", "anti-pattern", "observation")  # what an agent may propose
 SCOPE_LEVELS = ("org", "repo", "persona", "session")
 PRINCIPAL_KINDS = ("person", "agent", "service")  # workbench.yaml's kind: (default person)
 
@@ -43,6 +43,8 @@ def antipattern_parts(details: Any, *, keep_empty: bool = False) -> list[tuple[s
 
 ANTIPATTERN_FIELDS = ("dont", "why", "instead", "evidence")
 PATH_FIELDS = ("applies_to",)   # globs of the repository paths a fragment governs (rank/paths.py)
+ARCHIVE_FIELDS = ("compressed_from",)   # a compressed archive's sources, id@vN (service/archives.py)
+ARCHIVE_KINDS = ("session-summary", "observation")   # what `archive compress` compresses, per scope
 
 
 @dataclass(frozen=True, order=True)

@@ -138,7 +138,7 @@ def _sync_counts(data: dict) -> str:
 @command("list", "List the fragments a principal can see.",
          "workbench list --kind anti-pattern --scope org=northwind --as priya.raman")
 @click.option("--owner", help="only fragments owned by this principal")
-@click.option("--kind", help="only this kind (decision, runbook, code, policy, note, session-summary, anti-pattern)")
+@click.option("--kind", help="only this kind (decision, runbook, code, policy, note, session-summary, anti-pattern, observation)")
 @scope_option("only fragments within this scope: org=ORG[,repo=R][,persona=P][,session=S]")
 @click.option("--all", "include_archived", is_flag=True, help="include archived fragments")
 @click.option("--after", metavar="ID", help="start after this id (ids are listed in order: the last one of a page)")
@@ -327,6 +327,36 @@ def _status_command(name: str, verb: str, method: str):
 
 
 archive = _status_command("archive", "Archive", "archive")
+archive.help += (" `workbench archive compress [--scope S] [--dry-run]` compresses each scope's oldest session "
+                 "summaries and observations into one summary and archives them (see its --help).")
+
+
+@command("compress", "Compress, per scope, the session summaries and agent observations beyond the newest "
+         "archives.compress_after (workbench.yaml; default 15) into one extractive summary citing each source "
+         "id@vN, and archive the sources (history kept; `search --include-archived` still finds them).",
+         "workbench archive compress --scope org=tidewater,repo=dispatch --dry-run --as rachel.okafor")
+@scope_option("only scopes within this one (default: every scope the principal sees)")
+@click.option("--dry-run", is_flag=True, help="report what would be compressed; write nothing")
+@as_option(WHO)
+@json_option()
+def compress(scope, dry_run, principal, as_json):
+    with open_workbench() as wb:
+        report = wb.compress_archives(scope=scope, dry_run=dry_run, actor=principal).to_dict()
+    if as_json:
+        emit_json(report)
+        return
+    verb = "would compress" if dry_run else "compressed"
+    for g in report["compressed"]:
+        print(f"{g['scope']}: {verb} {len(g['archived'])} into {g['summary']}@v{g['version']} "
+              f"({g['sentences']} sentences, {g['words']} words, citing {g['sources']} sources)")
+    for s in report["skipped"]:
+        print(f"{s['scope']}: skipped: {s['reason']}")
+    if not report["compressed"] and not report["skipped"]:
+        print(f"nothing to compress (no scope holds more than {report['compress_after']} session summaries "
+              "and observations)")
+
+
+archive.subcommands = {"compress": compress}
 restore = _status_command("restore", "Restore an archived", "restore")
 
 

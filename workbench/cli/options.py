@@ -343,6 +343,15 @@ class RootGroup(WorkbenchGroup):
                        err=True)
             raise click.exceptions.Exit(1) from e
 
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        """A command with ``subcommands`` (``archive compress``) hands its first argument, when it
+        names one, to that subcommand; any other first argument is the command's own."""
+        name, cmd, rest = super().resolve_command(ctx, args)
+        sub = getattr(cmd, "subcommands", {}).get(rest[0]) if rest else None
+        if sub is not None:
+            return f"{name} {rest[0]}", sub, rest[1:]
+        return name, cmd, rest
+
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, **extra: Any) -> Any:
         try:

@@ -12,7 +12,7 @@ from .options import (INT, PRINCIPAL_DEFAULT, MultiValueOption, as_option, comma
                       json_option, open_workbench, scope_option, values)
 from .render import emit_json, table
 
-KINDS = ("note", "session-summary", "anti-pattern")   # models.PROPOSAL_KINDS (kept here: no import on --help)
+KINDS = ("note", "session-summary", "anti-pattern", "observation")   # models.PROPOSAL_KINDS (kept here: no import on --help)
 STATUSES = ("proposed", "rejected", "all")
 
 

@@ -85,11 +85,14 @@ def _fmt(v) -> str:
 @click.option("--explain", is_flag=True, help="show each hit's score breakdown and stage timings")
 @click.option("--min-confidence", type=FLOAT, metavar="C",
               help="drop hits whose calibrated confidence is below C, 0..1 (default: keep all; pins stay)")
+@click.option("--include-archived", is_flag=True,
+              help="also rank archived fragments (compressed observations, retired decisions), marked archived")
 def search(query, principal, scope, pipeline, min_score, rerank, allow_secret, kind, tag, owner, updated_since,
-           dense_weight, persona, as_json, k, lexical, fusion, dense, explain, min_confidence):
+           dense_weight, persona, as_json, k, lexical, fusion, dense, explain, min_confidence, include_archived):
     with open_workbench() as wb:
         result = wb.search(query, principal=principal, k=k, pipeline=pipeline, lexical=lexical, fusion=fusion,
                            dense=dense, scope=scope, min_score=min_score, reranker=rerank, allow_secret=allow_secret,
+                           include_archived=include_archived,
                            **_filters(kind, tag, owner, updated_since, dense_weight, min_confidence, persona))
     if as_json:
         emit_json(result.to_dict())
@@ -101,6 +104,7 @@ def search(query, principal, scope, pipeline, min_score, rerank, allow_secret, k
 
     def row(h):
         title = h.fragment.title if not h.superseded_by else f"{h.fragment.title} [{h.superseded_label()}]"
+        title = title + " [archived]" if h.fragment.status == "archived" else title
         base = [str(h.rank), h.id, h.fragment.kind, title, _fmt(h.score),
                 "…" if h.confidence is None else f"{h.confidence:.2f}"]
         where = str(h.fragment.scope) + (f" via {h.via}" if h.via else "")
@@ -196,6 +200,11 @@ def trace(id, principal, as_json):
     print(table(["section", "rank", "id", "version", "score", "title"],
                 ([i["section"], str(i["rank"]), i["id"], str(i["version"]), _fmt(i["score"]), i["title"]]
                  for i in data["served"])))
+    for i in data["served"]:   # where an answer came from: archived sources, a compressed summary's sentences
+        if i.get("archived"):
+            print(f"{i['id']}@v{i['version']} is archived (served with --include-archived)")
+        for src in i.get("from", ()):
+            print(f"{i['id']}@v{i['version']} from {src['source']}: {src['sentence']}")
     if data["hidden"]:
         print(f"({data['hidden']} served items are outside your scope and hidden)")
 
@@ -314,7 +323,7 @@ def _print_abstention(report: dict) -> None:
 
 
 def _print_eval(report: dict, compare: tuple[str, str] | None) -> None:
-    names = [n for n in report if n not in ("compare", "paths")]
+    names = [n for n in report if n not in ("compare", "paths", "archived")]
     metrics = ["ndcg@10", "recall@10", "recall@100", "mrr@10", "queries"]
     if any(report[n].get("negatives") for n in names):
         metrics += ["answered", "abstention", "negatives"]
@@ -335,6 +344,11 @@ def _print_eval(report: dict, compare: tuple[str, str] | None) -> None:
         print(f"\npaths ({p['queries']} golden entries with paths:, {p.get('with_query', 0)} with a query too; "
               f"context --paths, path weight {p.get('path_weight')}): recall@5 {_fmt(p.get('recall@5'))}, "
               f"recall@10 {_fmt(p.get('recall@10'))}, MRR@10 {_fmt(p.get('mrr@10'))}, hit@5 {_fmt(p.get('hit@5'))}")
+    if "archived" in report:   # golden entries marked archived: true, ranked with --include-archived
+        arch = report["archived"]
+        print(f"\narchived ({arch[names[0]]['queries']} golden entries whose answer is archived; search "
+              "--include-archived): " + ", ".join(f"{n} nDCG@10 {_fmt(arch[n].get('ndcg@10'))} / recall@10 "
+                                                  f"{_fmt(arch[n].get('recall@10'))}" for n in names if n in arch))
     if "compare" in report:
         a, b = compare
         print(f"\n{len(report['compare'])} queries whose top 3 differ between {a} and {b}:")

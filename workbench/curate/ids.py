@@ -16,7 +16,7 @@ from collections.abc import Container, Iterable
 SLUG_MAX = 60
 # kind → the id abbreviation the sample corpus uses (nw-rb-..., tw-note-...)
 ABBREVIATIONS = {"decision": "adr", "runbook": "rb", "policy": "pol", "note": "note", "code": "code",
-                 "session-summary": "ss", "anti-pattern": "ap"}
+                 "session-summary": "ss", "anti-pattern": "ap", "observation": "obs"}
 
 
 def slug(title: str, default: str) -> str:

@@ -24,7 +24,7 @@ import yaml
 
 from .. import safeyaml
 from ..errors import ValidationError
-from ..models import ANTIPATTERN_FIELDS, PATH_FIELDS, PROPOSAL_FIELDS, Content, Fragment, Scope, Source, TextFile
+from ..models import ANTIPATTERN_FIELDS, ARCHIVE_FIELDS, PATH_FIELDS, PROPOSAL_FIELDS, Content, Fragment, Scope, Source, TextFile
 from ..schemas import plain_yaml, shown, validate
 from .schema_check import accepts
 
@@ -39,7 +39,7 @@ _ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,127}")
 _TIMESTAMP = re.compile(r"(\d{4,5})-(\d{2})-(\d{2})"
                         r"(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})?)?")
 _ORDER = ("id", "kind", "title", "scope", "owner", "status", "tags", "links", "supersedes", "sources",
-          "created", "updated", "verified", *PATH_FIELDS, *ANTIPATTERN_FIELDS, *PROPOSAL_FIELDS)
+          "created", "updated", "verified", *PATH_FIELDS, *ANTIPATTERN_FIELDS, *PROPOSAL_FIELDS, *ARCHIVE_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,7 @@ def content_from_data(data: dict[str, Any], body: str, *, file: str) -> Content:
     body = normalise_body(body)
     if not body and kind != "anti-pattern":
         raise ValidationError("is empty", file=file, field="body")
-    details = {k: data[k] for k in (*PATH_FIELDS, *ANTIPATTERN_FIELDS, *PROPOSAL_FIELDS) if k in data}
+    details = {k: data[k] for k in (*PATH_FIELDS, *ANTIPATTERN_FIELDS, *PROPOSAL_FIELDS, *ARCHIVE_FIELDS) if k in data}
     return Content.from_dict({
         "kind": kind, "title": data["title"].strip(), "body": body, "scope": data["scope"],
         "owner": data["owner"], "status": data.get("status", "active"), "tags": data.get("tags", []),

@@ -121,10 +121,13 @@ def build_server(wb, principal: str | None = None, *, caller=None):
                k: Annotated[int, Field(ge=1, le=MAX_K, description="How many hits, 1-100.")] = 10,
                kind: Kind = None, tag: Tag = None, owner: Owner = None, updated_since: Since = None,
                dense_weight: DenseWeight = None, min_confidence: MinConfidence = None, persona: Persona = None,
+               archived: Annotated[bool, Field(description="Also search archived fragments (older observations "
+                                               "and session summaries compressed into a summary); each such hit "
+                                               "is marked archived.")] = False,
                ) -> Annotated[CallToolResult, shapes.SearchOut]:
         found = tool_call(wb.search, query, principal=me(), k=k, kind=kind, tag=tag, owner=owner,
                           updated_since=updated_since, dense_weight=dense_weight, min_confidence=min_confidence,
-                          **({"persona": persona} if persona is not None else {}))
+                          include_archived=archived, **({"persona": persona} if persona is not None else {}))
         data = shapes.search_data(found)
         return result(shapes.search_text(data, query), data)
 
@@ -182,7 +185,7 @@ def build_server(wb, principal: str | None = None, *, caller=None):
                 body: Annotated[str, Field(min_length=1, max_length=MAX_PROPOSAL,
                                            description="What you learned, in markdown.")],
                 kind: Annotated[Literal[PROPOSAL_KINDS], Field(  # type: ignore[valid-type]
-                    description="note, session-summary or anti-pattern.")] = "note",
+                    description="note, session-summary, anti-pattern or observation.")] = "note",
                 scope: Annotated[str | None, Field(min_length=1, max_length=300, description=(
                     "Where it applies, org=ORG[,repo=REPO][,persona=P][,session=S], a scope you may see; "
                     "default: your own session scope."))] = None,

@@ -37,6 +37,7 @@ class SearchItem(_Open):
     confidence: float | None = Field(None, ge=0, le=1, description="how likely the hit is relevant, 0-1")
     superseded_by: str | None = Field(None, description="id@vN of the fragment that replaces this one")
     preview: str = Field(description=f"first {PREVIEW_CHARS} characters of the body")
+    archived: bool = Field(False, description="archived (found because the search asked for archived fragments)")
 
 
 class SearchOut(_Open):
@@ -164,7 +165,8 @@ def search_item(hit) -> dict[str, Any]:
             "scope": str(f.scope), "owner": f.owner, "updated_at": f.to_dict()["updated_at"],
             "score": round(hit.score, 4), "confidence": confidence(hit), "superseded_by": superseded_by(hit),
             "preview": body[:PREVIEW_CHARS] + ("…" if len(body) > PREVIEW_CHARS else ""),
-            **({"via": hit.via} if getattr(hit, "via", None) else {})}
+            **({"via": hit.via} if getattr(hit, "via", None) else {}),
+            **({"archived": True} if f.status == "archived" else {})}
 
 
 def search_data(result) -> dict[str, Any]:
@@ -184,6 +186,8 @@ def _line(item: dict[str, Any], n: int) -> str:
         parts.append(f"superseded by {item['superseded_by']}")
     if item.get("via"):
         parts.append(f"via {item['via']}")
+    if item.get("archived"):
+        parts.append("archived")
     return " · ".join(parts) + " — " + _oneline(item["preview"].rstrip("…"), LINE_PREVIEW_CHARS)
 
 

@@ -49,7 +49,10 @@ def preset(base: Settings, name: str) -> Settings:
 
 # -- golden ------------------------------------------------------------------------------
 
-def load_golden(path: str | Path) -> list[dict[str, Any]]:
+def load_golden(path: str | Path, *, archived: bool = False) -> list[dict[str, Any]]:
+    """The golden queries of ``path`` (not its ``paths:`` entries): those whose answer is active, or
+    with ``archived``, only those marked ``archived: true`` (answered by an archived fragment: ranked
+    as ``search --include-archived`` ranks, apart from the main figures)."""
     from ..safeyaml import load as safe_load
 
     try:
@@ -72,7 +75,9 @@ def load_golden(path: str | Path) -> list[dict[str, Any]]:
         if q.get("type") == "negative" and q["relevant"]:
             raise UserError(f"{path}: queries.{i}: a negative query has no relevant fragments (relevant: [])")
         golden_rules.validate(q, f"{path}: queries.{i}")
-    return [q for q in queries if "paths" not in q]
+        if not isinstance(q.get("archived", False), bool):
+            raise UserError(f"{path}: queries.{i}: archived must be true or false")
+    return [q for q in queries if "paths" not in q and bool(q.get("archived", False)) == archived]
 
 
 def load_path_golden(path: str | Path) -> list[dict[str, Any]]:

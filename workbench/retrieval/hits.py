@@ -35,7 +35,8 @@ class Hit:
                 "scope": f.scope.to_dict(), "owner": f.owner, "source": source_of(f),
                 "updated_at": data["updated_at"], "text": f.body,
                 "superseded_by": superseded_dict(self.superseded_by),
-                **({"reason": self.reason} if self.reason else {}), **({"via": self.via} if self.via else {})}
+                **({"reason": self.reason} if self.reason else {}), **({"via": self.via} if self.via else {}),
+                **({"archived": True} if f.status == "archived" else {})}
 
     def superseded_label(self) -> str | None:
         """"superseded by ID@vN" ("... (archived)" when the superseder is archived), or None."""

@@ -173,7 +173,7 @@ class EvalReport(dict):
     _METRICS = ["ndcg@10", "recall@10", "recall@100", "mrr@10", "queries"]
 
     def _rows(self) -> list[list[Any]]:
-        return [[name, *(self[name].get(m) for m in self._METRICS)] for name in self if name not in ("compare", "paths")]
+        return [[name, *(self[name].get(m) for m in self._METRICS)] for name in self if name not in ("compare", "paths", "archived")]
 
     def _repr_html_(self) -> str:
         return _table_html(["pipeline", *self._METRICS], self._rows())

@@ -40,6 +40,15 @@ class Evaluation(Feature):
         entries = evaluate.load_path_golden(path)
         if entries:
             report["paths"] = self.rank_path_golden(entries, now=now)
+        archived = evaluate.load_golden(path, archived=True)
+        if archived:   # answered only by archived fragments: ranked with include_archived, reported apart
+            for q in archived:
+                self.principal(q["principal"])
+            out = evaluate.run_golden(self.retrieval.archive_index(), archived, self.principal,
+                                      self.retrieval.settings(), _pipelines(pipelines, compare), now or utcnow(),
+                                      floor=self.retrieval.confidence_floor())
+            report["archived"] = {name: {k: v for k, v in m.items() if k != "by_scope"}
+                                  for name, m in out["metrics"].items()}
         return report
 
     def rank_path_golden(self, entries: list[dict[str, Any]], *, now: datetime | None = None) -> dict[str, Any]:

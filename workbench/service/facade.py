@@ -40,6 +40,7 @@ from ..models import Principal
 from ..retrieval.embedder import Embedder
 from ..retrieval.manager import IndexManager
 from ..store import Store, open_store
+from .archives import Archives
 from .calibrating import Calibrating
 from .tuning import Tuning
 from .check import Checks
@@ -92,7 +93,9 @@ class Workbench:
         self.usage_feature = Usage(self.ws)
         self.proposing = Proposals(self.ws, self.fragments)
         self.gaps_feature = Gaps(self.ws, self.retrieval, self.proposing)
+        self.archives = Archives(self.ws, self.fragments)
         self.staleness = Staleness(self.ws, self.fragments, self.usage_feature, self.gaps_feature, self.proposing)
+        self.staleness.archives = self.archives   # nudge, the periodic scan, also compresses (archives.py)
         self.exports = Exports(self.ws, self.fragments, self.retrieval)
         self.publishing = Publishing(self.ws, self.exports)
         self.contexts = ContextExports(self.ws)
@@ -297,6 +300,7 @@ class Workbench:
     set_status = _via("fragments", Fragments.set_status)
     archive = _via("fragments", Fragments.archive)
     restore = _via("fragments", Fragments.restore)
+    compress_archives = _via("archives", Archives.compress)
 
     ingest = _via("ingestion", Ingestion.ingest)
     ingest_git = _via("ingestion", Ingestion.ingest_git)

@@ -30,7 +30,9 @@ from ..retrieval.pipeline import Hit, Ranking, Settings, confidences, hits_from,
 from ..models import utcnow
 from . import traces, workpaths
 from .fragments import Fragments
+from .archives import check_flag, provenance
 from .receipts import as_served, received_hits, received_via
+from ..retrieval.archived import LEXICAL
 from .workspace import Feature, Workspace
 
 MAX_QUERY_CHARS = 4000
@@ -88,6 +90,17 @@ class Retrieval(Feature):
         """The index of the current generation (the IndexManager's)."""
         return self.ws.index.current(progress)
 
+    def archive_index(self) -> search_index.SearchIndex:
+        """The index ``include_archived`` ranks in: active and archived fragments (retrieval/archived.py),
+        built on first use and kept while the store's generation stays the same."""
+        from ..retrieval.archived import wide_index
+
+        generation = self.store.generation()
+        kept = getattr(self, "_wide", None)
+        if kept is None or kept[0] != generation:
+            kept = self._wide = (generation, wide_index(self.store, self.ws.index))
+        return kept[1]
+
     def warm(self, *, progress: Callable | None = None, lexical: str = "bm25") -> dict[str, int]:
         """Build everything search needs now (see ``IndexManager.warm``)."""
         return self.ws.index.warm(progress=progress, lexical=lexical)
@@ -117,7 +130,8 @@ class Retrieval(Feature):
 
     def retrieve(self, query: str, principal: Principal, settings: Settings, *, within: Scope | None,
                  now: datetime, allow_secret: bool = False, for_context: bool = False,
-                 min_confidence: float | None = None, calibrate: bool = True) -> Retrieved:
+                 min_confidence: float | None = None, calibrate: bool = True,
+                 include_archived: bool = False) -> Retrieved:
         """One round trip through the index: the ranked hits, the anti-patterns to avoid and the
         pins that apply, for one principal. ``search`` and ``context`` are each one call of this.
         Pins go first in context; in a search only those above the confidence floor (see pipeline.py)."""
@@ -129,7 +143,7 @@ class Retrieval(Feature):
             query.encode("utf-8")
         except UnicodeEncodeError:
             raise UserError("the query is not valid Unicode text (it holds a lone surrogate)") from None
-        index = self.search_index()
+        index = self.archive_index() if include_archived else self.search_index()
         withheld = set() if allow_secret else self.store.secret_flagged()
         pins = [p for p in self.applicable_pins(principal, within, now) if p not in withheld]
         ranking = rank(index, query, principal, settings, now=now, within=within, pinned_ids=set(pins))
@@ -146,7 +160,8 @@ class Retrieval(Feature):
         shown = [index.pos[fid] for fid in pins if fid in index.pos and visible[index.pos[fid]]]
         conf = confidences(index, ranking, shown, model) if calibrate else dict.fromkeys(shown)  # one pass for all
         pin_hits = [_pin_hit(index, ranking, i, conf[i], calibrate) for i in shown]
-        self.ws.index.keep(index)  # a new base (first build, or a merge) is persisted for the next process
+        if not include_archived:
+            self.ws.index.keep(index)  # a new base (first build, or a merge) is persisted for the next process
         hits, avoid, pin_hits = (received_hits(self.store, principal, h) for h in (hits, avoid, pin_hits))
         return Retrieved(index, ranking, hits, avoid, pin_hits)
 
@@ -157,7 +172,8 @@ class Retrieval(Feature):
                kind: str | list[str] | None = None, tag: str | list[str] | None = None,
                owner: str | list[str] | None = None, updated_since: date | str | None = None,
                dense_weight: float | None = None, min_confidence: float | None = None,
-               calibrate: bool = True, persona: str | None = None) -> SearchResult:
+               calibrate: bool = True, persona: str | None = None,
+               include_archived: bool = False) -> SearchResult:
         """Ranked hits and matching anti-patterns ("avoid"), each numbered 1..n, with a per-query
         ``score`` in [0, 1] and a calibrated ``confidence``. Superseded fragments are demoted and
         labelled. Filters (kind, tag, owner, updated_since) narrow the candidates before the k cut;
@@ -165,7 +181,9 @@ class Retrieval(Feature):
         first (and exempt from ``min_confidence``) only when it is relevant to the query (confidence at
         least the workspace's floor): an unrelated pin ranks by its own score.
         ``calibrate=False`` leaves confidences None, so ``pipeline="bm25"`` needs no model.
-        ``persona``: act in that persona (its weights, and its fragments preferred; see ``acting``)."""
+        ``persona``: act in that persona (its weights, and its fragments preferred; see ``acting``).
+        ``include_archived`` ranks archived fragments too (each hit says so; scope rules unchanged),
+        with the bm25 lexical backend (retrieval/archived.py)."""
         who = self.principal(principal)
         within = Scope.coerce(scope)
         floor = _confidence(min_confidence)
@@ -174,17 +192,20 @@ class Retrieval(Feature):
                                  filters=self._filters(kind, tag, owner, updated_since))
         settings = self.acting(who, settings, persona)
         now = now or utcnow()
+        if check_flag(include_archived) and settings.lexical not in (LEXICAL, "bm25s"):
+            raise UserError(f"searching archived fragments uses the {LEXICAL} lexical backend, not "
+                            f"{settings.lexical!r}", param="lexical")
         got = self.retrieve(query, who, settings, within=within, now=now, allow_secret=allow_secret,
-                            min_confidence=floor, calibrate=calibrate)
+                            min_confidence=floor, calibrate=calibrate, include_archived=include_archived)
         hits, avoid = got.hits, got.avoid
         trace_id = None
         info = settings.to_dict()
-        if floor is not None:
-            info["min_confidence"] = floor
+        extra = {**({"min_confidence": floor} if floor is not None else {}),
+                 **({"include_archived": True} if include_archived else {})}
+        info.update(extra)
         if trace:
-            served = [_served(h, "hits") for h in hits] + [_served(h, "avoid") for h in avoid]
-            trace_id = self._trace("search", query, who, within, settings, served, now,
-                                   extra={"min_confidence": floor} if floor is not None else None)
+            served = [_served(h, "hits", query=query) for h in hits] + [_served(h, "avoid", query=query) for h in avoid]
+            trace_id = self._trace("search", query, who, within, settings, served, now, extra=extra or None)
         if trace and trace_id is None:
             info["trace_note"] = TRACE_NOT_STORED
         return SearchResult(trace_id, query, hits, avoid, got.ranking.stages_ms, info)
@@ -230,8 +251,8 @@ class Retrieval(Feature):
                             for_context=True, min_confidence=floor)
         composed = compose(got.pins, got.hits, got.avoid, budget=budget, query=query,
                            count=self.ws.index.tokens.count, count_many=self.ws.index.tokens.count_many)
-        served = ([_served(i.hit, "fragments", i.text, i.tokens) for i in composed.fragments]
-                  + [_served(i.hit, "avoid", i.text, i.tokens) for i in composed.avoid])
+        served = ([_served(i.hit, "fragments", i.text, i.tokens, query=query) for i in composed.fragments]
+                  + [_served(i.hit, "avoid", i.text, i.tokens, query=query) for i in composed.avoid])
         abstained = composed.note == NO_KNOWLEDGE   # the gap report reads it from the trace
         trace_id = self._trace("context", query, who, within, settings, served, now,
                                extra={"budget_tokens": budget, "used_tokens": composed.used,
@@ -456,7 +477,8 @@ def _confidence(value: float | None) -> float | None:
     return float(value)
 
 
-def _served(hit: Hit, section: str, text: str | None = None, tokens: int | None = None) -> dict[str, Any]:
+def _served(hit: Hit, section: str, text: str | None = None, tokens: int | None = None,
+            query: str | None = None) -> dict[str, Any]:
     item = {"id": hit.id, "version": hit.fragment.version, "title": hit.fragment.title, "section": section,
             "rank": hit.rank, "score": round(hit.score, 6),
             "confidence": None if hit.confidence is None else round(hit.confidence, 4),
@@ -469,6 +491,7 @@ def _served(hit: Hit, section: str, text: str | None = None, tokens: int | None 
         item["via"] = hit.via
     if text is not None:
         item.update({"text": text, "tokens": tokens})
+    item.update(provenance(hit.fragment, query, text))
     return item
 
 

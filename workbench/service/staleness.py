@@ -47,11 +47,12 @@ class NudgeReport:
     digests: list[str] = field(default_factory=list)
     gaps: dict[str, int] = field(default_factory=dict)             # lead → unanswered questions in its digest
     proposals: dict[str, list[str]] = field(default_factory=dict)  # reviewer → proposal ids in its digest
+    compressed: int = 0                                            # sources archived into summaries (archives.py)
 
     def to_dict(self) -> dict[str, Any]:
         return {"nudged": self.nudged, "nudges": sum(len(v) for v in self.nudged.values()),
                 "owners": len(self.nudged), "skipped_cooldown": self.skipped, "digests": self.digests,
-                "gaps": self.gaps, "proposals": self.proposals}
+                "gaps": self.gaps, "proposals": self.proposals, "compressed": self.compressed}
 
 
 class Staleness(Feature):
@@ -64,6 +65,7 @@ class Staleness(Feature):
         self.fragments = fragments
         self.usage = usage
         self.gaps = gaps
+        self.archives = None   # the Archives feature: nudge, the periodic scan, compresses old session notes too
 
     def stale(self, *, days: int = 180, now: datetime | None = None,
               principal: str | Principal | None = None) -> list[StaleItem]:
@@ -107,6 +109,8 @@ class Staleness(Feature):
         items = self.stale(days=days, now=now, principal=who)
         last = self.store.last_nudges()
         report = NudgeReport()
+        if self.archives is not None:   # the scopes ``who`` may write in: see archives.py
+            report.compressed = self.archives.compress(actor=who).to_dict()["archived"]
         due: dict[str, list[StaleItem]] = {}
         for item in items:
             owner = item.fragment.owner
