@@ -38,6 +38,8 @@ from ..rank import supersession
 from ..rank.authority import edge_arrays, visible_authority
 from .columns import EPOCH, CHUNKER_VERSION, Rows, Source, index_text, text_hash
 from .lexical import Bm25, DuckdbFts, canonical_backend
+from .passages import Passages
+from .passages import build as build_passages
 from .retired import Retired
 
 __all__ = ["CHUNKER_VERSION", "SearchIndex", "applies", "index_text", "text_hash"]
@@ -77,6 +79,8 @@ class SearchIndex:
         self.authority = raw / raw.max() if raw.size and raw.max() > 0 else raw
         self._group, self._group_keys = _groups(rows)
         self._vectors: np.ndarray | None = None
+        self._passages: Passages | None = None     # passage vectors of long fragments (passages.py)
+        self._passage_seed: dict[str, np.ndarray] | None = None  # a previous generation's, by text hash
         self._quantized = None            # rank.quantized.Int8Vectors of the vectors, built on first use
         self._lexical: dict[str, object] = {}
         self.graph_sig: int | None = None
@@ -146,6 +150,8 @@ class SearchIndex:
         if same_groups:
             new.adopt_authority(self)
         new._vectors = None
+        new._passages = None
+        new._passage_seed = self._passages.by_hash if self._passages is not None else self._passage_seed
         if self._vectors is not None:
             have = np.ones(len(hashes), dtype=bool)
             have[[i for i in at if hashes[i] != self.hashes[i]]] = False
@@ -215,7 +221,7 @@ class SearchIndex:
 
     def release_texts(self) -> None:
         """Drop the texts read while building, once lexical and vectors no longer need them."""
-        if "bm25" in self._lexical and self._vectors is not None:
+        if "bm25" in self._lexical and self._vectors is not None and self._passages is not None:
             self._texts = {}
 
     # -- visibility ---------------------------------------------------------------------
@@ -336,13 +342,24 @@ class SearchIndex:
     # -- vectors ------------------------------------------------------------------------
 
     def vectors(self) -> np.ndarray:
-        """N × 384 normalised embeddings; missing ones are embedded once and stored."""
-        if self._vectors is None:
+        """N × 384 normalised embeddings; missing ones are embedded once and stored (the passages of
+        long fragments too: ``passages()``)."""
+        if self._vectors is None or self._passages is None:
             with self._lock:
                 if self._vectors is None:
                     self._vectors = self._load_vectors()
-                    self.release_texts()
+                if self._passages is None:
+                    self._passages = build_passages(self.hashes, self.texts_of, self.derived, self.embedder.dim,
+                                                    seed=self._passage_seed, progress=self.progress)
+                    self._passage_seed = None
+                self.release_texts()
         return self._vectors
+
+    def passages(self) -> Passages:
+        """The passage vectors of the long fragments and the position owning each (MaxP, rank/maxp.py)."""
+        if self._passages is None:
+            self.vectors()
+        return self._passages
 
     def quantized(self):
         """The int8 codes of ``vectors()`` (rank/quantized.py), built once per index generation."""
@@ -402,8 +419,12 @@ class SearchIndex:
                     self.progress("embed", min(start + batch, len(todo)), len(todo))
         return out
 
-    def adopt_vectors(self, seed: tuple[list[str], np.ndarray] | None) -> None:
-        """Reuse the vectors of a previous generation (or a snapshot) for text that did not change."""
+    def adopt_vectors(self, seed: tuple[list[str], np.ndarray] | None,
+                      passages: "Passages | None" = None) -> None:
+        """Reuse the vectors of a previous generation (or a snapshot) for text that did not change,
+        and the previous generation's ``passages`` likewise."""
+        if passages is not None:
+            self._passage_seed = passages.by_hash
         if seed is not None:
             self._vectors = self._load_vectors(seed)
 

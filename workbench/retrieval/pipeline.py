@@ -33,6 +33,7 @@ from ..models import Principal, Scope
 from ..rank import calibration
 from ..rank import priors as rank_priors
 from ..rank.fusion import DENSE_WEIGHT, fusion, top_k
+from ..rank.maxp import maxp
 from ..rank.stages import final_scores
 from .filters import Filters
 from .hits import Hit, source_of, superseded_dict  # noqa: F401 - re-exported for the faces
@@ -61,6 +62,7 @@ class Settings:
     reranker: str | None = None
     rerank_top_n: int = 20
     dense_weight: float | None = None
+    passages: bool = True        # MaxP: a long fragment's dense score is its best passage's (rank/maxp.py)
     filters: Filters = field(default_factory=Filters)
 
     def check(self) -> "Settings":
@@ -79,8 +81,9 @@ class Settings:
             w = self.dense_weight
             if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0.0 <= float(w) <= 1.0:
                 raise UserError(f"the dense weight must be a number from 0 to 1, not {w!r}", param="dense_weight")
-            if self.pipeline != "hybrid" or self.fusion != "weighted":
-                raise UserError("the dense weight applies to the hybrid pipeline with weighted fusion only", param="dense_weight")
+            if self.pipeline != "hybrid" or self.fusion not in ("weighted", "zscore"):
+                raise UserError("the dense weight applies to the hybrid pipeline with weighted or zscore fusion only",
+                                param="dense_weight")
         return self
 
     def to_dict(self) -> dict[str, Any]:
@@ -90,6 +93,7 @@ class Settings:
                 "half_life_days": self.priors.half_life_days, "reranker": self.reranker,
                 "rerank_top_n": self.rerank_top_n, "chunker": CHUNKER_VERSION,
                 "dense_weight": None if self.dense_weight is None else float(self.dense_weight),
+                "passages": self.passages,
                 "filters": self.filters.to_dict()}
 
 
@@ -144,6 +148,8 @@ def rank(index: SearchIndex, query: str, principal: Principal, settings: Setting
         stages["embed"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
         dense = _dense(index, qv, candidates, settings, lexical=lexical)
+        if settings.passages:
+            dense = with_passages(index, dense, qv, candidates)
         stages["dense"] = (time.perf_counter() - t) * 1000
     t = time.perf_counter()
     # A query naming a rare identifier (an error code, a config key) is a lexical question,
@@ -230,6 +236,31 @@ def _dot_rows(vectors: np.ndarray, qv: np.ndarray) -> np.ndarray:
             tail[:n - head] = vectors[head:]
             out[head:] = (tail @ qv)[:n - head]
     return out
+
+
+def with_passages(index: SearchIndex, dense: np.ndarray, qv: np.ndarray, mask: np.ndarray,
+                  rows: np.ndarray | None = None) -> np.ndarray:
+    """``dense`` with each long fragment in ``mask`` lifted to its best passage's cosine (MaxP);
+    with ``rows``, only the passages of the fragments at those positions are scored."""
+    passages = index.passages()
+    if not len(passages):
+        return dense
+    at = np.arange(len(passages)) if rows is None else passages.rows_of(rows)
+    if not at.size:
+        return dense
+    scores = _dot_rows(passages.matrix[at], qv.astype(np.float32))
+    return maxp(dense, scores, passages.owner[at], mask)
+
+
+def dense_cosines(index: SearchIndex, qv: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    """The dense stage's score (MaxP over passages) of the fragments at ``rows`` (all when None)."""
+    vectors = index.vectors()
+    at = np.arange(len(vectors)) if rows is None else np.asarray(rows, dtype=np.int64)
+    full = np.full(len(vectors), -np.inf)
+    full[at] = _dot_rows(vectors[at], qv.astype(np.float32))
+    mask = np.zeros(len(vectors), dtype=bool)
+    mask[at] = True
+    return with_passages(index, full, qv, mask, rows=at)[at]
 
 
 def row_cosines(vectors: np.ndarray, qv: np.ndarray) -> np.ndarray:
@@ -361,7 +392,7 @@ def cosines(index: SearchIndex, ranking: Ranking, positions) -> np.ndarray:
         if ranking.query_vector is None:
             ranking.query_vector = index.embedder.encode_query(ranking.query)
         rows = np.array([positions[j] for j in missing], dtype=np.int64)
-        out[missing] = _dot_rows(index.vectors()[rows], ranking.query_vector.astype(np.float32))
+        out[missing] = dense_cosines(index, ranking.query_vector, rows)
     return out
 
 
@@ -377,8 +408,7 @@ def basis_cosines(index: SearchIndex, ranking: Ranking) -> np.ndarray:
         elif at.size:
             if ranking.query_vector is None:
                 ranking.query_vector = index.embedder.encode_query(ranking.query)
-            ranking.basis_cos = _dot_rows(index.vectors()[at], ranking.query_vector.astype(np.float32)
-                                          ).astype(np.float64)
+            ranking.basis_cos = dense_cosines(index, ranking.query_vector, at).astype(np.float64)
         else:
             ranking.basis_cos = np.zeros(0)
     return ranking.basis_cos
