@@ -51,7 +51,8 @@ def main() -> None:
     ap.add_argument("--cache", required=True)
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--quick", action="store_true", help="a small grid")
+    ap.add_argument("--quick", action="store_true", help="a small BM25 grid")
+    ap.add_argument("--prf", default="0,2,3", help="feedback depths to try (0: none)")
     args = ap.parse_args()
     corpus, queries, qrels = evaluate.load_beir(args.beir, "test")
     store = open_store(Path(args.cache), Path(args.cache).parent)
@@ -110,7 +111,7 @@ def main() -> None:
     print(f"bm25 variants: {len(lexical)}", file=sys.stderr)
 
     fusions = [("weighted", w) for w in (0.5, 0.6, 0.7, 0.8)] + [("zscore", w) for w in (0.4, 0.5, 0.6, 0.7)]
-    prfs = (0, 2, 3)
+    prfs = tuple(int(x) for x in args.prf.split(","))
     configs = list(itertools.product(lexical, dense, fusions, prfs))
     print(f"configs: {len(configs)}", file=sys.stderr)
 

@@ -48,16 +48,27 @@ def _spans(n: int, window: int, stride: int) -> list[tuple[int, int]]:
 
 
 def windows_many(texts: list[str], *, window: int = WINDOW, stride: int = STRIDE) -> list[list[str]]:
-    """The passages of each indexed text (``[]`` for one whose body fits in one window)."""
+    """The passages of each indexed text (``[]`` for one whose body fits in one window). The texts
+    are tokenized in batches: a few calls to the tokenizer whatever the number of texts."""
     split = [split_title(t) for t in texts]
-    bodies = [body for _, body in split]
-    counts = _offsets(bodies)
-    out: list[list[str]] = []
-    for (title, body), offsets in zip(split, counts):
-        if len(offsets) <= window:
-            out.append([])
-            continue
-        out.append(_passages(title, body, window, stride))
+    counts = _offsets([body for _, body in split])
+    long = [i for i, offsets in enumerate(counts) if len(offsets) > window]
+    parts = {i: sections(split[i][1]) for i in long}
+    flat = [(i, section) for i in long for section in parts[i]]
+    sized = dict(zip(((i, j) for i in long for j in range(len(parts[i]))), _offsets([s.text for _, s in flat])))
+    groups: dict[int, list[tuple[str, str, list | None]]] = {}
+    for i in long:
+        groups[i] = _group(split[i][0], parts[i], [sized[(i, j)] for j in range(len(parts[i]))], window)
+    merged = [(i, g) for i in long for g, (_, _, offsets) in enumerate(groups[i]) if offsets is None]
+    for (i, g), offsets in zip(merged, _offsets([groups[i][g][1] for i, g in merged])):
+        prefix, text, _ = groups[i][g]
+        groups[i][g] = (prefix, text, offsets)
+    out: list[list[str]] = [[] for _ in texts]
+    for i in long:
+        for prefix, text, offsets in groups[i]:
+            for start, end in _spans(len(offsets), window, stride):
+                passage = text[offsets[start][0]:offsets[end - 1][1]]
+                out[i].append(f"{prefix}\n\n{passage}" if prefix else passage)
     return out
 
 
@@ -65,28 +76,28 @@ def windows(text: str, *, window: int = WINDOW, stride: int = STRIDE) -> list[st
     return windows_many([text], window=window, stride=stride)[0]
 
 
-def _passages(title: str, body: str, window: int, stride: int) -> list[str]:
-    parts = sections(body) or []
-    groups: list[tuple[str, str]] = []       # (prefix, text), small neighbouring sections merged
-    sized = _offsets([s.text for s in parts])
-    pending: list[str] = []
+def _group(title: str, parts, sized, window: int) -> list[tuple[str, str, list | None]]:
+    """Sections as (prefix, text, token offsets), neighbours merged while they fit in one window
+    (a merged group's offsets are None: it is tokenized again, joined)."""
+    groups: list[tuple[str, str, list | None]] = []
+    pending: list[tuple[str, list]] = []
     pending_n = 0
     pending_prefix = title
+
+    def flush() -> None:
+        if len(pending) == 1:
+            groups.append((pending_prefix, pending[0][0], pending[0][1]))
+        elif pending:
+            groups.append((pending_prefix, "\n\n".join(t for t, _ in pending), None))
+
     for section, offsets in zip(parts, sized):
         n = len(offsets)
-        prefix = section.heading_path(title) if title else " > ".join(section.path)
         if pending and pending_n + n > window:
-            groups.append((pending_prefix, "\n\n".join(pending)))
+            flush()
             pending, pending_n = [], 0
         if not pending:
-            pending_prefix = prefix
-        pending.append(section.text)
+            pending_prefix = section.heading_path(title) if title else " > ".join(section.path)
+        pending.append((section.text, offsets))
         pending_n += n
-    if pending:
-        groups.append((pending_prefix, "\n\n".join(pending)))
-    out: list[str] = []
-    for (prefix, text), offsets in zip(groups, _offsets([g[1] for g in groups])):
-        for start, end in _spans(len(offsets), window, stride):
-            passage = text[offsets[start][0]:offsets[end - 1][1]]
-            out.append(f"{prefix}\n\n{passage}" if prefix else passage)
-    return out
+    flush()
+    return groups
