@@ -88,8 +88,8 @@ def main() -> None:
     QV = index.embedder.encode([queries[q] for q in qids])
     dense_doc = QV @ V.T                                  # (queries, docs)
     dense_pass = QV @ P.T if len(P) else np.zeros((len(qids), 0))
-    dense = {"doc": dense_doc,
-             "maxp": np.stack([maxp(dense_doc[i], dense_pass[i], owner) for i in range(len(qids))])}
+    dense_maxp = np.stack([maxp(dense_doc[i], dense_pass[i], owner) for i in range(len(qids))])
+    dense = {"doc": dense_doc, "maxp": dense_maxp, "mix": 0.5 * (dense_doc + dense_maxp)}
 
     vocab = Vocabulary()
     split = [split_title(t) for t in texts]
@@ -110,7 +110,8 @@ def main() -> None:
             lexical[(w, k1, b)] = np.stack([m.scores(q).astype(np.float64) for q in qids_tok])
     print(f"bm25 variants: {len(lexical)}", file=sys.stderr)
 
-    fusions = [("weighted", w) for w in (0.5, 0.6, 0.7, 0.8)] + [("zscore", w) for w in (0.4, 0.5, 0.6, 0.7)]
+    fusions = ([("weighted", w) for w in (0.6, 0.7)] + [("zscore", w) for w in (0.5, 0.6)] if args.quick else
+               [("weighted", w) for w in (0.5, 0.6, 0.7, 0.8)] + [("zscore", w) for w in (0.4, 0.5, 0.6, 0.7)])
     prfs = tuple(int(x) for x in args.prf.split(","))
     configs = list(itertools.product(lexical, dense, fusions, prfs))
     print(f"configs: {len(configs)}", file=sys.stderr)
@@ -129,8 +130,9 @@ def main() -> None:
                 qv = QV[i] + V[top].mean(axis=0)
                 qv = qv / np.linalg.norm(qv)
                 d2 = V @ qv
-                if dense_key == "maxp":
-                    d2 = maxp(d2, P @ qv, owner)
+                if dense_key != "doc":
+                    m2 = maxp(d2, P @ qv, owner)
+                    d2 = m2 if dense_key == "maxp" else 0.5 * (d2 + m2)
                 fused = fuse(lex, d2, dense_weight=w, depth=100)
             out[i] = ndcg10(top_k(fused, 10), judged[i])
         return out
@@ -163,8 +165,10 @@ def main() -> None:
     report = {"baseline (product before, fixed)": round(float(per[baseline].mean()), 4), "baseline_config": str(baseline)}
     families = {
         "bm25 fields + fusion (dense doc, no prf)": [c for c in configs if c[1] == "doc" and c[3] == 0],
-        "+ maxp (no prf)": [c for c in configs if c[3] == 0],
-        "+ maxp + prf": configs,
+        "+ maxp or mix (no prf)": [c for c in configs if c[3] == 0],
+        "doc + prf": [c for c in configs if c[1] == "doc"],
+        "mix only (+ prf)": [c for c in configs if c[1] == "mix"],
+        "all (+ prf)": configs,
         "maxp only, product bm25 (weighted 0.7)": [c for c in configs if c[0] == baseline[0] and c[2] == ("weighted", 0.7) and c[3] == 0],
     }
     base_scores = per[baseline]

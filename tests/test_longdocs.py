@@ -82,18 +82,19 @@ def test_a_long_fragments_tail_is_found_by_dense_alone(backend_config, tmp_path)
         (src / f"nw-note-other{i}.md").write_text(fragment_text(f"nw-note-other{i}", title="Notes",  # the long
                                                                 body=body, repo=None))   # one's 0.02, below its tail's
     query = "how do penguins survive antarctic winter storms"
+    from dataclasses import replace
+
+    from workbench.models import utcnow
+    from workbench.retrieval.pipeline import Settings, rank
+
     with Workbench.init(tmp_path / "ws", config=backend_config) as wb:
         assert not wb.ingest([src], actor="kb.sync").errors
-        hits = wb.search(query, principal="marco.bianchi", pipeline="dense", k=3, trace=False).hits
-        assert hits[0].fragment.id == "nw-note-settlement"
         index = wb.retrieval.search_index()
+        who = wb.principal("marco.bianchi")
+        on = rank(index, query, who, Settings(pipeline="dense", passages=True), now=utcnow())
+        assert index.ids[on.order[0]] == "nw-note-settlement"
         assert len(index.passages()) > 3                   # only the long fragment has passages
         assert set(index.passages().owner.tolist()) == {index.pos["nw-note-settlement"]}
-        from dataclasses import replace
-
-        from workbench.retrieval.pipeline import Settings, rank
-        from workbench.models import utcnow
-
-        who = wb.principal("marco.bianchi")
         off = rank(index, query, who, replace(Settings(pipeline="dense"), passages=False), now=utcnow())
         assert index.ids[off.order[0]] != "nw-note-settlement"   # its first 256 tokens never say it
+        assert wb.store.embedding_count(wb.embedder.name) == 4 + len(index.passages())  # stored, by hash

@@ -221,7 +221,7 @@ class SearchIndex:
 
     def release_texts(self) -> None:
         """Drop the texts read while building, once lexical and vectors no longer need them."""
-        if "bm25" in self._lexical and self._vectors is not None and self._passages is not None:
+        if "bm25" in self._lexical and self._vectors is not None:
             self._texts = {}
 
     # -- visibility ---------------------------------------------------------------------
@@ -342,23 +342,24 @@ class SearchIndex:
     # -- vectors ------------------------------------------------------------------------
 
     def vectors(self) -> np.ndarray:
-        """N × 384 normalised embeddings; missing ones are embedded once and stored (the passages of
-        long fragments too: ``passages()``)."""
-        if self._vectors is None or self._passages is None:
+        """N × 384 normalised embeddings; missing ones are embedded once and stored."""
+        if self._vectors is None:
             with self._lock:
                 if self._vectors is None:
                     self._vectors = self._load_vectors()
+                    self.release_texts()
+        return self._vectors
+
+    def passages(self) -> Passages:
+        """The passage vectors of the long fragments and the position owning each (MaxP, rank/maxp.py),
+        built on first use (only a search with passages asks): cut, and embedded where no process
+        embedded them before."""
+        if self._passages is None:
+            with self._lock:
                 if self._passages is None:
                     self._passages = build_passages(self.hashes, self.texts_of, self.derived, self.embedder.dim,
                                                     seed=self._passage_seed, progress=self.progress)
                     self._passage_seed = None
-                self.release_texts()
-        return self._vectors
-
-    def passages(self) -> Passages:
-        """The passage vectors of the long fragments and the position owning each (MaxP, rank/maxp.py)."""
-        if self._passages is None:
-            self.vectors()
         return self._passages
 
     def quantized(self):

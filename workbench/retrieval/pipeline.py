@@ -62,7 +62,7 @@ class Settings:
     reranker: str | None = None
     rerank_top_n: int = 20
     dense_weight: float | None = None
-    passages: bool = True        # MaxP: a long fragment's dense score is its best passage's (rank/maxp.py)
+    passages: bool = False       # MaxP: a long fragment's dense score is its best passage's (rank/maxp.py)
     filters: Filters = field(default_factory=Filters)
 
     def check(self) -> "Settings":
@@ -118,6 +118,7 @@ class Ranking:
     basis: np.ndarray | None = None          # the statistics' mask (what the caller sees in the working scope)
     query_idf: tuple[np.ndarray, np.ndarray] | None = None   # (token ids, idf) of the query, for coverage
     basis_cos: np.ndarray | None = None      # the query's cosine with every fragment of the basis
+    passages: bool = False                   # dense scores are MaxP over passages (Settings.passages)
 
 
 def rank(index: SearchIndex, query: str, principal: Principal, settings: Settings, *, now: datetime,
@@ -173,7 +174,8 @@ def rank(index: SearchIndex, query: str, principal: Principal, settings: Setting
     return Ranking(order=order, final=final, pinned=pinned, stages_ms=stages,
                    parts={"lexical": lexical, "dense": dense, "fused": fused, "freshness": fresh,
                           "authority": authority},
-                   superseded=superseded, named=named, query=query, query_vector=qv, basis=mask)
+                   superseded=superseded, named=named, query=query, query_vector=qv, basis=mask,
+                   passages=settings.passages)
 
 
 def _supersession(index: SearchIndex, query: str, seen: np.ndarray, within: np.ndarray, principal: Principal
@@ -252,12 +254,16 @@ def with_passages(index: SearchIndex, dense: np.ndarray, qv: np.ndarray, mask: n
     return maxp(dense, scores, passages.owner[at], mask)
 
 
-def dense_cosines(index: SearchIndex, qv: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
-    """The dense stage's score (MaxP over passages) of the fragments at ``rows`` (all when None)."""
+def dense_cosines(index: SearchIndex, qv: np.ndarray, rows: np.ndarray | None = None, *,
+                  passages: bool = False) -> np.ndarray:
+    """The dense stage's score of the fragments at ``rows`` (all when None): their cosine, or with
+    ``passages`` MaxP over their passages too."""
     vectors = index.vectors()
     at = np.arange(len(vectors)) if rows is None else np.asarray(rows, dtype=np.int64)
     full = np.full(len(vectors), -np.inf)
     full[at] = _dot_rows(vectors[at], qv.astype(np.float32))
+    if not passages:
+        return full[at].astype(np.float32)
     mask = np.zeros(len(vectors), dtype=bool)
     mask[at] = True
     return with_passages(index, full, qv, mask, rows=at)[at]
@@ -392,7 +398,7 @@ def cosines(index: SearchIndex, ranking: Ranking, positions) -> np.ndarray:
         if ranking.query_vector is None:
             ranking.query_vector = index.embedder.encode_query(ranking.query)
         rows = np.array([positions[j] for j in missing], dtype=np.int64)
-        out[missing] = dense_cosines(index, ranking.query_vector, rows)
+        out[missing] = dense_cosines(index, ranking.query_vector, rows, passages=ranking.passages)
     return out
 
 
@@ -408,7 +414,8 @@ def basis_cosines(index: SearchIndex, ranking: Ranking) -> np.ndarray:
         elif at.size:
             if ranking.query_vector is None:
                 ranking.query_vector = index.embedder.encode_query(ranking.query)
-            ranking.basis_cos = dense_cosines(index, ranking.query_vector, at).astype(np.float64)
+            ranking.basis_cos = dense_cosines(index, ranking.query_vector, at, passages=ranking.passages
+                                              ).astype(np.float64)
         else:
             ranking.basis_cos = np.zeros(0)
     return ranking.basis_cos

@@ -177,8 +177,9 @@ class Impact(Feature):
         from ..retrieval.evaluate import preset
 
         settings = preset(self.retrieval.settings(), PIPELINE)
-        if settings.lexical != "bm25" or settings.dense != "numpy" or not settings.passages:
-            raise UserError("edit impact ranks with the bm25 lexical backend and the numpy dense path (with passages) only")
+        if settings.lexical != "bm25" or settings.dense != "numpy":
+            raise UserError("edit impact ranks with the bm25 lexical backend and the numpy dense path only")
+        self._passages = settings.passages
         stages = maths.Stages(
             pipeline=settings.pipeline, fusion=settings.fusion, depth=settings.depth, k=settings.k,
             min_score=settings.min_score, dense_weight=settings.dense_weight,
@@ -196,7 +197,7 @@ class Impact(Feature):
                                          retired=np.flatnonzero((by >= len(index.ids)) & mask))
         texts = [q["query"] for q in golden.queries]
         vectors = self._vectors(texts)   # encoded as eval encodes them (one batch), kept as derived data
-        carried = _carry(previous, index)
+        carried = _carry(previous, index, self._passages)
         queries, by_key = [], {}
         for i, q in enumerate(golden.queries):
             key = str(i)
@@ -209,7 +210,7 @@ class Impact(Feature):
                     postings[token] = backend.matrix.postings(tid)
             cosines = carried(q["query"], vectors[i]) if carried else None
             if cosines is None:
-                cosines = pipeline.dense_cosines(index, vectors[i]).astype(np.float32)
+                cosines = pipeline.dense_cosines(index, vectors[i], passages=self._passages).astype(np.float32)
             cosines.flags.writeable = False
             queries.append((key, q, maths.Query(tokens=tokens, identifiers=idents, postings=postings,
                                                 cosines=cosines, named=frozenset())))
@@ -259,7 +260,7 @@ class Impact(Feature):
         tokens = index.lexical("bm25").vocabulary.document_tokens(text)
         started = time.perf_counter()
         vector = self._vectors([text])[0]
-        passages = self._vectors(windows(text))   # MaxP, as the dense stage scores it
+        passages = self._vectors(windows(text) if getattr(self, '_passages', False) else [])   # MaxP, as the dense stage scores it
         if timings is not None:
             timings["embed"] = (time.perf_counter() - started) * 1000
         edited = maths.Edited(position=e, tf=dict(Counter(tokens)),
@@ -337,7 +338,7 @@ class Impact(Feature):
                                         "total": (done - started) * 1000})
 
 
-def _carry(previous: _State | None, index: SearchIndex):
+def _carry(previous: _State | None, index: SearchIndex, passages: bool = False):
     """A function (query text, vector) → the cosines of every row of ``index`` taken from the
     previous generation's cache, with only rows whose text changed computed again; None when
     the previous generation holds other fragments."""
@@ -353,7 +354,7 @@ def _carry(previous: _State | None, index: SearchIndex):
             return None
         out = np.array(found)
         if changed.size:
-            out[changed] = pipeline.dense_cosines(index, qv, changed)
+            out[changed] = pipeline.dense_cosines(index, qv, changed, passages=passages)
         return out
     return cosines
 
