@@ -54,15 +54,21 @@ def test_windows_keep_markdown_sections_apart_and_prefix_their_heading_path():
 
 # -- field-weighted BM25, pure ----------------------------------------------------------------
 
-def test_a_title_match_outranks_a_body_match():
+def test_a_title_match_outranks_a_body_match(monkeypatch):
     texts = ["Kafka consumer lag\n\nHow we page the on-call engineer when the queue grows beyond limits.",
              "Paging policy\n\nThe kafka consumer lag alert: kafka consumer lag above ten thousand pages."]
+    import workbench.retrieval.lexical as lexical
+
+    monkeypatch.setattr(lexical, "TITLE_WEIGHT", 4)       # the weight SciFact's cross-validation picks
     backend = Bm25(texts)
     scores = backend.scores("kafka consumer lag")
     assert scores[0] > scores[1]                           # title 4x; unweighted, the body's 2 mentions win
+    assert Vocabulary().document_tokens(texts[0]).count("kafka") == 4
+    monkeypatch.undo()
     plain = Vocabulary()
     assert field_tokens(["a"], ["b"], 1) == ["a", "b"]
-    assert plain.document_tokens(texts[0]).count("kafka") == 4
+    unweighted = Bm25(texts).scores("kafka consumer lag")
+    assert unweighted[1] > unweighted[0]                   # the default (weight 1): the body's 2 mentions win
     assert plain.document_tokens("no title here") == plain.tokenize("no title here")
     assert split_title("Title\n\nbody") == ("Title", "body") and split_title("a\nb\n\nc") == ("", "a\nb\n\nc")
 

@@ -118,7 +118,8 @@ def tokenize(text: str, *, stem=_stem_plain) -> list[str]:
     return whole + (stem(parts) if parts else [])
 
 
-LEXICAL_VERSION = f"fields-t{TITLE_WEIGHT}"  # what the postings hold: a snapshot of another is rebuilt
+LEXICAL_VERSION = "" if TITLE_WEIGHT == 1 else f"fields-t{TITLE_WEIGHT}"  # what the postings hold (a
+#   snapshot of other postings is rebuilt; weight 1 holds what postings always held)
 
 
 def split_title(text: str) -> tuple[str, str]:
@@ -130,10 +131,11 @@ def split_title(text: str) -> tuple[str, str]:
     return head, rest
 
 
-def field_tokens(title: list[str], body: list[str], weight: int = TITLE_WEIGHT) -> list[str]:
+def field_tokens(title: list[str], body: list[str], weight: int | None = None) -> list[str]:
     """A document's BM25 tokens with its title counted ``weight`` times: BM25F with one shared
-    length normalisation (a title token adds ``weight`` to the term frequency and to the length)."""
-    return title * weight + body
+    length normalisation (a title token adds ``weight`` to the term frequency and to the length);
+    ``weight`` None is ``TITLE_WEIGHT``."""
+    return title * (TITLE_WEIGHT if weight is None else weight) + body
 
 
 _CODE_IDENTIFIER = re.compile(

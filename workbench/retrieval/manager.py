@@ -31,7 +31,7 @@ from .build import build_index
 from .index import CHUNKER_VERSION, SearchIndex, index_text
 from .lexical import LEXICAL_VERSION, Vocabulary, canonical_backend
 
-SNAPSHOT_KEY = f"{CHUNKER_VERSION}+{LEXICAL_VERSION}"  # a snapshot of other postings is not loaded
+SNAPSHOT_KEY = f"{CHUNKER_VERSION}+{LEXICAL_VERSION}" if LEXICAL_VERSION else CHUNKER_VERSION  # (other postings: not loaded)
 
 
 class BuildStopped(Exception):
