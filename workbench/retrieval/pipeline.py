@@ -82,7 +82,7 @@ class Settings:
             if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0.0 <= float(w) <= 1.0:
                 raise UserError(f"the dense weight must be a number from 0 to 1, not {w!r}", param="dense_weight")
             if self.pipeline != "hybrid" or self.fusion not in ("weighted", "zscore"):
-                raise UserError("the dense weight applies to the hybrid pipeline with weighted or zscore fusion only",
+                raise UserError("the dense weight applies to the hybrid pipeline with weighted fusion (or zscore) only",
                                 param="dense_weight")
         return self
 
