@@ -29,7 +29,7 @@ from conftest import examples
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from workbench.rank.bm25 import BM25Matrix
+from workbench.rank.bm25 import B, K1, BM25Matrix
 from workbench.retrieval.lexical import Bm25, tokenize
 
 RTOL = 1e-6
@@ -150,7 +150,7 @@ def test_lexical_backend_scores_equal_bm25s_on_the_same_tokens(texts, data):
     backend = Bm25(texts)                                     # the backend search uses, built from texts
     tokens = [backend.vocabulary.tokenize(t) for t in texts]
     visible = [d for d, keep in zip(tokens, mask) if keep]
-    ref_all, ref_visible = _bm25s(tokens, 1.5, 0.75), _bm25s(visible, 1.5, 0.75)   # as lexical.py documents
+    ref_all, ref_visible = _bm25s(tokens, K1, B), _bm25s(visible, K1, B)   # as rank/bm25.py documents
     for query in queries:
         query_tokens = backend.vocabulary.tokenize(query)
         _assert_agree(backend.scores(query), ref_all(query_tokens), tokens)
@@ -161,7 +161,7 @@ def test_lexical_backend_scores_equal_bm25s_on_the_same_tokens(texts, data):
 
 def test_only_the_lucene_variant_of_bm25s_matches():
     vocab = {t: i for i, t in enumerate(FIVE_CASE.order)}
-    ours = BM25Matrix([np.array([vocab[t] for t in d], dtype=np.int64) for d in FIVE], len(vocab))
+    ours = BM25Matrix([np.array([vocab[t] for t in d], dtype=np.int64) for d in FIVE], len(vocab), k1=1.5, b=0.75)
     matching = set()
     for method in ("robertson", "lucene", "atire", "bm25l", "bm25+"):
         ref = bm25s.BM25(method=method)
@@ -171,6 +171,7 @@ def test_only_the_lucene_variant_of_bm25s_matches():
             matching.add(method)
     assert matching == {"lucene"}
     assert (ours.k1, ours.b) == (bm25s.BM25().k1, bm25s.BM25().b) == (1.5, 0.75)
+    assert (BM25Matrix([], 0).k1, BM25Matrix([], 0).b) == (K1, B)   # the product's, fitted (issue 31)
 
 
 def test_vendored_stopwords_equal_bm25s_and_the_tokenizer_drops_them():

@@ -12,7 +12,8 @@ from .options import (FLOAT, INT, MultiValueOption, PRINCIPAL_DEFAULT, as_option
                       open_workbench, scope_option, values)
 from .render import emit_json, table
 
-PIPELINES = ("hybrid", "bm25", "dense", "fts", "hybrid-rrf", "hybrid-nopriors")
+PIPELINES = ("hybrid", "bm25", "dense", "fts", "hybrid-rrf", "hybrid-nopriors", "dense-passages", "hybrid-passages",
+             "hybrid-zscore")
 
 
 def _complete(choices: tuple[str, ...]):
@@ -215,7 +216,8 @@ def trace(id, principal, as_json):
 @click.option("--beir", metavar="DIR", help="a BEIR-format directory (corpus.jsonl, queries.jsonl, qrels/)")
 @click.option("--split", default="test", help="BEIR qrels split (default test)")
 @click.option("--pipeline", cls=MultiValueOption, metavar="NAME...", shell_complete=_complete(PIPELINES),
-              help="pipelines, space-separated or repeated: bm25, fts, dense, hybrid, hybrid-rrf, hybrid-nopriors "
+              help="pipelines, space-separated or repeated: bm25, fts, dense, hybrid, hybrid-rrf, hybrid-nopriors, "
+                   "dense-passages, hybrid-passages, hybrid-zscore "
                    "(default: bm25 dense hybrid)")
 @click.option("--compare", nargs=2, metavar="A B", help="list queries whose top 3 differ between A and B")
 @click.option("--cache", metavar="FILE|URL", help="BEIR embedding cache: a DuckDB file (default ~/.cache/workbench/eval.duckdb) "

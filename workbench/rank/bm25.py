@@ -6,8 +6,8 @@ the caller's mask, so one caller's scores never depend on documents they cannot 
 statistic of another org's text leaks through a score). Per query the work is numpy over
 the postings of the query's tokens only (at 10k fragments, ~0.15 ms for a golden query).
 
-With no mask (or a full one) the scores equal ``bm25s.BM25(method="lucene", k1=1.5,
-b=0.75)``'s to float32 precision (a test checks it): same idf, same float32 weights, summed
+With no mask (or a full one) the scores equal ``bm25s.BM25(method="lucene", k1=K1,
+b=B)``'s to float32 precision (a test checks it, at these and other k1, b): same idf, same float32 weights, summed
 per document in query-token order, as bm25s does. Building
 from token ids is one sort instead of bm25s's per-document Python loop, which measured
 1.07-1.19 s at 10k fragments against our 1 s budget for a rebuild.
@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
-K1, B = 1.5, 0.75
+K1, B = 1.5, 0.75    # bm25s's. SciFact's 5-fold CV picks 1.2, 0.75 with TITLE_WEIGHT 4: +0.002 nDCG@10 held-out
+TITLE_WEIGHT = 1     # (SE 0.004) but -0.006 on the golden set, so not the default (BENCHMARKS.md, issue 31).
+#                      A title token counts as this many body tokens (lexical.field_tokens: BM25F, one b).
 
 
 class Postings:

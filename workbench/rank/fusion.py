@@ -47,7 +47,27 @@ def weighted(lexical: np.ndarray, dense: np.ndarray, *, dense_weight: float = DE
     return np.where(np.isfinite(dense) | np.isfinite(lexical), fused, -np.inf)
 
 
-FUSIONS: dict[str, Callable[..., np.ndarray]] = {"weighted": weighted, "rrf": rrf}
+def _standard(scores: np.ndarray, depth: int) -> np.ndarray:
+    """Scores standardised by the mean and deviation of the top ``depth`` finite ones; a document
+    with no score (-inf, NaN: not matched) counts as a score of 0."""
+    finite = np.isfinite(scores)
+    values = np.where(finite, scores, 0.0)
+    top = values[top_k(np.where(finite, scores, -np.inf), depth)]
+    if top.size < 2:
+        return np.zeros_like(values)
+    sd = float(top.std())
+    return (values - float(top.mean())) / sd if sd > 0 else np.zeros_like(values)
+
+
+def zscore(lexical: np.ndarray, dense: np.ndarray, *, dense_weight: float = DENSE_WEIGHT,
+           depth: int = 100) -> np.ndarray:
+    """``dense_weight`` × z(cosine) + (1 − dense_weight) × z(BM25), each retriever's scores
+    standardised over its own top ``depth`` candidates (so neither scale dominates by its spread)."""
+    fused = dense_weight * _standard(dense, depth) + (1 - dense_weight) * _standard(lexical, depth)
+    return np.where(np.isfinite(dense) | np.isfinite(lexical), fused, -np.inf)
+
+
+FUSIONS: dict[str, Callable[..., np.ndarray]] = {"weighted": weighted, "rrf": rrf, "zscore": zscore}
 
 
 def fusion(name: str) -> Callable[..., np.ndarray]:

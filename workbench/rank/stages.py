@@ -23,14 +23,14 @@ def final_scores(lexical: np.ndarray, dense: np.ndarray, *, pipeline: str, fusio
                  weights: rank_persona.Weights | None = None, in_persona: np.ndarray | None = None,
                  pinned: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(fused, final) scores per position. ``pipeline`` is hybrid, bm25 or dense; ``dense_weight``
-    applies to weighted fusion only; ``priors`` None leaves the priors out; ``demoted`` are the
+    applies to weighted and z-score fusion only; ``priors`` None leaves the priors out; ``demoted`` are the
     positions of superseded fragments (-inf stays -inf throughout). ``weights`` (rank/persona.py)
     scale the result and add the persona and pin bonuses (``in_persona``, ``pinned``: masks)."""
     if pipeline == "bm25":
         fused = lexical
     elif pipeline == "dense":
         fused = dense
-    elif fusion_name == "weighted":
+    elif fusion_name in ("weighted", "zscore"):
         fused = fusion(fusion_name)(lexical, dense, depth=depth, dense_weight=float(dense_weight))
     else:
         fused = fusion(fusion_name)(lexical, dense, depth=depth)

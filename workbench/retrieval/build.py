@@ -77,7 +77,7 @@ def build_index(store, derived, previous: SearchIndex | None = None, progress: C
     index.adopt_authority(previous)
     if previous is not None:
         if previous._vectors is not None:
-            index.adopt_vectors((previous.hashes, previous._vectors))
+            index.adopt_vectors((previous.hashes, previous._vectors), previous._passages)
         old = previous._lexical.get("bm25")
         if old is not None:
             index.lexical("bm25", seed=old)

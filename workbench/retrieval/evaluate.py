@@ -36,6 +36,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     "hybrid": {"pipeline": "hybrid", "fusion": "weighted"},
     "hybrid-rrf": {"pipeline": "hybrid", "fusion": "rrf"},
     "hybrid-nopriors": {"pipeline": "hybrid", "fusion": "weighted", "use_priors": False},
+    "dense-passages": {"pipeline": "dense", "passages": True},
+    "hybrid-passages": {"pipeline": "hybrid", "fusion": "weighted", "passages": True},
+    "hybrid-zscore": {"pipeline": "hybrid", "fusion": "zscore"},
 }
 DEFAULT_PIPELINES = ("bm25", "dense", "hybrid")
 CONTEXT_K = 20  # what ``context`` ranks by default

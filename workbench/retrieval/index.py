@@ -38,6 +38,8 @@ from ..rank import supersession
 from ..rank.authority import edge_arrays, visible_authority
 from .columns import EPOCH, CHUNKER_VERSION, Rows, Source, index_text, text_hash
 from .lexical import Bm25, DuckdbFts, canonical_backend
+from .index_vectors import IndexVectors
+from .passages import Passages
 from .retired import Retired
 
 __all__ = ["CHUNKER_VERSION", "SearchIndex", "applies", "index_text", "text_hash"]
@@ -45,7 +47,7 @@ AUTHORITY_CACHE = 64   # visibility signatures whose authority is kept per index
 FRAGMENT_CACHE = 2048  # fragments loaded for hits, kept per index
 
 
-class SearchIndex:
+class SearchIndex(IndexVectors):
     def __init__(self, rows: Rows, generation: int, derived, authority: dict[str, tuple[float, int, int]],
                  source: Source, progress: Callable | None = None, *, links: list[tuple[str, str]] = (),
                  source_links: list[tuple[str, str]] = (), texts: dict[str, str] | None = None,
@@ -78,6 +80,8 @@ class SearchIndex:
         self.authority = raw / raw.max() if raw.size and raw.max() > 0 else raw
         self._group, self._group_keys = _groups(rows)
         self._vectors: np.ndarray | None = None
+        self._passages: Passages | None = None     # passage vectors of long fragments (passages.py)
+        self._passage_seed: dict[str, np.ndarray] | None = None  # a previous generation's, by text hash
         self._quantized = None            # rank.quantized.Int8Vectors of the vectors, built on first use
         self._lexical: dict[str, object] = {}
         self.graph_sig: int | None = None
@@ -147,6 +151,8 @@ class SearchIndex:
         if same_groups:
             new.adopt_authority(self)
         new._vectors = None
+        new._passages = None
+        new._passage_seed = self._passages.by_hash if self._passages is not None else self._passage_seed
         if self._vectors is not None:
             have = np.ones(len(hashes), dtype=bool)
             have[[i for i in at if hashes[i] != self.hashes[i]]] = False
@@ -338,100 +344,6 @@ class SearchIndex:
                 and np.array_equal(previous._group, self._group)):
             with previous._authority_lock:
                 self._authority = OrderedDict(previous._authority)
-
-    # -- vectors ------------------------------------------------------------------------
-
-    def vectors(self) -> np.ndarray:
-        """N × 384 normalised embeddings; missing ones are embedded once and stored."""
-        if self._vectors is None:
-            with self._lock:
-                if self._vectors is None:
-                    self._vectors = self._load_vectors()
-                    self.release_texts()
-        return self._vectors
-
-    def check_model(self, name: str) -> None:
-        """Raise unless this index holds the vectors of model ``name``: a query vector is scored only
-        against vectors of the model that computed it (the pipeline asks before every dense stage)."""
-        if name != self.model:
-            from ..errors import ModelError
-
-            raise ModelError(f"the index holds vectors of {self.model!r}, not of {name!r}: a query is never "
-                             "scored against another model's vectors")
-
-    def embedding_items(self, positions: Iterable[int] | None = None) -> list[tuple[str, int]]:
-        """(text hash, first position) of each distinct text the vectors hold, of ``positions``
-        (default: all), in position order. What ``_fill_vectors`` embeds, and what ``model shadow``
-        embeds for another model (service/models.py): one list, so a second model's generation holds
-        exactly the texts this index embeds (texts added here, e.g. chunks, follow by themselves)."""
-        first: dict[str, int] = {}
-        for i in (range(len(self.hashes)) if positions is None else positions):
-            first.setdefault(self.hashes[i], int(i))
-        return list(first.items())
-
-    def quantized(self):
-        """The int8 codes of ``vectors()`` (rank/quantized.py), built once per index generation."""
-        if self._quantized is None:
-            from ..rank.quantized import Int8Vectors
-
-            vectors = self.vectors()
-            with self._lock:
-                if self._quantized is None:
-                    self._quantized = Int8Vectors(vectors)
-        return self._quantized
-
-    def _load_vectors(self, seed: tuple[list[str], np.ndarray] | None = None) -> np.ndarray:
-        """The matrix in position order: rows of ``seed`` (hashes, matrix: a previous index's or a
-        snapshot's) where the text hash is the same, stored vectors for the rest, and the texts
-        nobody embedded yet embedded now (and stored)."""
-        n = len(self.hashes)
-        if seed is not None:
-            seed_hashes, seed_matrix = seed
-            if seed_hashes == self.hashes:  # nothing changed: the same rows (memory-mapped from a snapshot,
-                return np.asarray(seed_matrix)  # as a plain array view: no np.memmap overhead per slice)
-        out = np.zeros((n, self.embedder.dim), dtype=np.float32)
-        have = np.zeros(n, dtype=bool)
-        if seed is not None:
-            row_of = {h: r for r, h in enumerate(seed_hashes)}
-            src = np.array([row_of.get(h, -1) for h in self.hashes], dtype=np.int64)
-            have = src >= 0
-            out[have] = seed_matrix[src[have]]
-        return self._fill_vectors(out, have)
-
-    def _fill_vectors(self, out: np.ndarray, have: np.ndarray) -> np.ndarray:
-        """Fill the rows of ``out`` not in ``have``: stored vectors of their text hashes, and the
-        texts nobody embedded yet embedded now (and stored)."""
-        wanted = [self.hashes[i] for i in np.flatnonzero(~have)]
-        if wanted:
-            stored = self.derived.embeddings(list(dict.fromkeys(wanted)), model=self.model)
-            for i in np.flatnonzero(~have):
-                vector = stored.get(self.hashes[i])
-                if vector is not None:
-                    out[i], have[i] = vector, True
-        missing = np.flatnonzero(~have)
-        if missing.size:
-            todo = self.embedding_items(missing)
-            batch = 256
-            for start in range(0, len(todo), batch):
-                chunk = todo[start:start + batch]
-                matrix = self.derived.embed([h for h, _ in chunk], self.texts_of([i for _, i in chunk]),
-                                            embedder=self.embedder)
-                by_hash = dict(zip((h for h, _ in chunk), matrix))
-                for i in missing:
-                    vector = by_hash.get(self.hashes[i])
-                    if vector is not None:
-                        out[i] = vector
-                if self.progress:
-                    self.progress("embed", min(start + batch, len(todo)), len(todo))
-        return out
-
-    def adopt_vectors(self, seed: tuple[list[str], np.ndarray] | None) -> None:
-        """Reuse the vectors of a previous generation (or a snapshot) for text that did not change."""
-        if seed is not None:
-            self._vectors = self._load_vectors(seed)
-
-    def has_vectors(self) -> bool:
-        return self._vectors is not None
 
     # -- lexical ------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from typing import Callable, Iterator, Protocol
 import numpy as np
 
 from ..errors import UserError
+from ..rank.bm25 import TITLE_WEIGHT
 
 _WORD = re.compile(r"[a-z0-9_]+(?:[-.:/][a-z0-9_]+)*")
 _PART = re.compile(r"[a-z0-9]+")
@@ -56,8 +57,9 @@ class Vocabulary:
         return out
 
     def ids_of(self, text: str) -> np.ndarray:
-        """Token ids of ``text``, growing the vocabulary (no memo: a full build reads each text once)."""
-        tokens = self.tokenize(text)
+        """Token ids of a document's indexed ``text`` (its title weighted: ``document_tokens``), growing
+        the vocabulary (no memo: a full build reads each text once)."""
+        tokens = self.document_tokens(text)
         with self._grow:
             grow = self.ids.setdefault
             return np.fromiter((grow(t, len(self.ids)) for t in tokens), dtype=np.int32, count=len(tokens))
@@ -73,6 +75,11 @@ class Vocabulary:
 
     def tokenize(self, text: str) -> list[str]:
         return tokenize(text, stem=self.stem)
+
+    def document_tokens(self, text: str) -> list[str]:
+        """The BM25 tokens of a document's indexed text: its title's counted ``TITLE_WEIGHT`` times."""
+        title, body = split_title(text)
+        return field_tokens(self.tokenize(title), self.tokenize(body)) if title else self.tokenize(text)
 
     def lookup(self, tokens: list[str]) -> list[int]:
         """Ids of the known tokens (a query's unknown tokens match nothing)."""
@@ -111,6 +118,26 @@ def tokenize(text: str, *, stem=_stem_plain) -> list[str]:
     return whole + (stem(parts) if parts else [])
 
 
+LEXICAL_VERSION = "" if TITLE_WEIGHT == 1 else f"fields-t{TITLE_WEIGHT}"  # what the postings hold (a
+#   snapshot of other postings is rebuilt; weight 1 holds what postings always held)
+
+
+def split_title(text: str) -> tuple[str, str]:
+    """(title, rest) of an indexed text (columns.index_text: the title, a blank line, the rest).
+    A text with no blank line, or whose first paragraph spans lines, has no title."""
+    head, sep, rest = text.partition("\n\n")
+    if not sep or "\n" in head:
+        return "", text
+    return head, rest
+
+
+def field_tokens(title: list[str], body: list[str], weight: int | None = None) -> list[str]:
+    """A document's BM25 tokens with its title counted ``weight`` times: BM25F with one shared
+    length normalisation (a title token adds ``weight`` to the term frequency and to the length);
+    ``weight`` None is ``TITLE_WEIGHT``."""
+    return title * (TITLE_WEIGHT if weight is None else weight) + body
+
+
 _CODE_IDENTIFIER = re.compile(
     r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b"                 # snake_case names
     r"|\b[A-Za-z_][A-Za-z0-9_]+(?:\.[A-Za-z_][A-Za-z0-9_]+)+\b"     # dotted config keys
@@ -132,8 +159,8 @@ class LexicalBackend(Protocol):
 
 
 class Bm25:
-    """BM25 (Lucene's variant, k1=1.5, b=0.75: the scores bm25s gives, checked by a property test)
-    over stemmed, stopword-free tokens, with its statistics taken over the caller's mask (see
+    """BM25 (Lucene's variant at rank.bm25's K1, B: the scores bm25s gives, checked by a property test)
+    over stemmed, stopword-free tokens, a title's counted ``TITLE_WEIGHT`` times (``field_tokens``), with its statistics taken over the caller's mask (see
     rank/bm25.py).
 
     Incremental: a base segment over every fragment of some generation (built once; persisted

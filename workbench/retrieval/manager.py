@@ -29,7 +29,9 @@ from ..rank.authority import pagerank
 from .embedder import Embedder, TokenCounter
 from .build import build_index
 from .index import CHUNKER_VERSION, SearchIndex, index_text
-from .lexical import Vocabulary, canonical_backend
+from .lexical import LEXICAL_VERSION, Vocabulary, canonical_backend
+
+SNAPSHOT_KEY = f"{CHUNKER_VERSION}+{LEXICAL_VERSION}" if LEXICAL_VERSION else CHUNKER_VERSION  # (other postings: not loaded)
 
 
 class BuildStopped(Exception):
@@ -96,11 +98,11 @@ class IndexManager:
         replaced by the snapshot's (token ids must agree); None when there is none usable."""
         from . import snapshot
 
-        found = snapshot.load(self.store.path, model=self.embedder.name, chunker=CHUNKER_VERSION)
+        found = snapshot.load(self.store.path, model=self.embedder.name, chunker=SNAPSHOT_KEY)
         if found is None:  # none here: a replica elsewhere may have shared one through the store
             shared = self.store.shared_snapshot()
             if shared and snapshot.unpack(self.store.path, shared):
-                found = snapshot.load(self.store.path, model=self.embedder.name, chunker=CHUNKER_VERSION)
+                found = snapshot.load(self.store.path, model=self.embedder.name, chunker=SNAPSHOT_KEY)
         elif found.vectors is not None and not self.store.has_shared_snapshot():
             packed = snapshot.pack(self.store.path)  # ours, for replicas that start where there is none
             if packed:
@@ -127,7 +129,7 @@ class IndexManager:
             return False
         found = snapshot.Snapshot(bm25.base_ids, bm25.base_content, np.array(index.hashes, dtype=object),
                                   bm25.vocabulary.tokens(), bm25.base, index._vectors)
-        if snapshot.save(self.store.path, found, model=self.embedder.name, chunker=CHUNKER_VERSION):
+        if snapshot.save(self.store.path, found, model=self.embedder.name, chunker=SNAPSHOT_KEY):
             self._saved = key
             if found.vectors is not None:  # whole: worth sharing with replicas that start elsewhere
                 packed = snapshot.pack(self.store.path)

@@ -22,111 +22,24 @@ from __future__ import annotations
 import re
 import time
 from functools import lru_cache
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime
-from typing import Any
 
 import numpy as np
 
 from ..errors import UserError
 from ..models import Principal, Scope
 from ..rank import calibration
-from ..rank import persona as rank_persona
 from ..rank import priors as rank_priors
-from ..rank.fusion import DENSE_WEIGHT, fusion, top_k
+from ..rank.fusion import DENSE_WEIGHT, top_k
+from ..rank.maxp import maxp
 from ..rank.stages import final_scores
-from .filters import Filters
 from .hits import Hit, source_of, superseded_dict  # noqa: F401 - re-exported for the faces
-from .index import CHUNKER_VERSION, SearchIndex
+from .index import SearchIndex
 from .lexical import identifiers, tokenize
 
-PIPELINES = ("hybrid", "bm25", "dense")
-DENSE_PATHS = ("numpy", "duckdb", "int8")
-AVOID_RATIO = 0.5
-IDENTIFIER_DENSE_WEIGHT = 0.3
-RARE_DOCS, RARE_SHARE = 5, 0.005
-ROW_BLOCK = 16  # dense dot products are taken in whole blocks of rows (see _dot_rows)
-
-
-@dataclass(frozen=True)
-class Settings:
-    pipeline: str = "hybrid"
-    fusion: str = "weighted"
-    lexical: str = "bm25"
-    dense: str = "numpy"
-    k: int = 10
-    depth: int = 100
-    min_score: float | None = None
-    priors: rank_priors.Priors = field(default_factory=rank_priors.Priors)
-    use_priors: bool = True
-    reranker: str | None = None
-    rerank_top_n: int = 20
-    dense_weight: float | None = None
-    filters: Filters = field(default_factory=Filters)
-    persona: str | None = None                    # the persona the caller acts in (a ranking feature only)
-    weights: rank_persona.Weights | None = None   # workbench.yaml's ranking weights (None: the built-in rule)
-
-    def check(self) -> "Settings":
-        if self.pipeline not in PIPELINES:
-            raise UserError(f"unknown pipeline {self.pipeline!r} (valid: {', '.join(PIPELINES)})")
-        if self.dense not in DENSE_PATHS:
-            raise UserError(f"unknown dense path {self.dense!r} (valid: {', '.join(DENSE_PATHS)})")
-        fusion(self.fusion)
-        from .lexical import canonical_backend
-
-        if canonical_backend(self.lexical) != self.lexical:   # an old alias: traces keep the canonical name
-            return replace(self, lexical=canonical_backend(self.lexical)).check()
-        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
-            raise UserError("k must be a whole number, at least 1")
-        if self.dense_weight is not None:
-            w = self.dense_weight
-            if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0.0 <= float(w) <= 1.0:
-                raise UserError(f"the dense weight must be a number from 0 to 1, not {w!r}", param="dense_weight")
-            if self.pipeline != "hybrid" or self.fusion != "weighted":
-                raise UserError("the dense weight applies to the hybrid pipeline with weighted fusion only", param="dense_weight")
-        return self
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"pipeline": self.pipeline, "fusion": self.fusion, "lexical": self.lexical, "dense": self.dense,
-                "k": self.k, "depth": self.depth, "min_score": self.min_score, "use_priors": self.use_priors,
-                "freshness_weight": self.priors.freshness_weight, "authority_weight": self.priors.authority_weight,
-                "half_life_days": self.priors.half_life_days, "reranker": self.reranker,
-                "rerank_top_n": self.rerank_top_n, "chunker": CHUNKER_VERSION,
-                "dense_weight": None if self.dense_weight is None else float(self.dense_weight),
-                "filters": self.filters.to_dict(),
-                **({"persona": self.persona, "weights": self.weights.to_dict()} if self.weights is not None else {})}
-
-    def with_weights(self, persona: str | None, weights: rank_persona.Weights | None) -> "Settings":
-        """These settings acting in ``persona`` with ``weights`` (the priors' weights follow them)."""
-        if weights is None:
-            return replace(self, persona=persona, weights=None)
-        priors = replace(self.priors, freshness_weight=weights.freshness, authority_weight=weights.authority)
-        return replace(self, persona=persona, weights=weights, priors=priors)
-
-
-@dataclass
-class Ranking:
-    """The whole ranked candidate list (anti-patterns included) plus stage timings.
-
-    ``superseded`` maps a candidate's position to the position of the superseder the caller
-    sees; ``named`` holds the superseded positions the query names explicitly (by id, or by
-    an identifier only that fragment contains among the visible ones): those are neither
-    demoted nor left out of context."""
-
-    order: list[int]
-    final: np.ndarray
-    parts: dict[str, np.ndarray]
-    pinned: set[int]
-    stages_ms: dict[str, float]
-    superseded: dict[int, int] = field(default_factory=dict)
-    named: set[int] = field(default_factory=set)
-    query: str = ""
-    query_vector: np.ndarray | None = None
-    basis: np.ndarray | None = None          # the statistics' mask (what the caller sees in the working scope)
-    query_idf: tuple[np.ndarray, np.ndarray] | None = None   # (token ids, idf) of the query, for coverage
-    basis_cos: np.ndarray | None = None      # the query's cosine with every fragment of the basis
-    demoted: np.ndarray | None = None        # the positions demoted as superseded (what tuning re-scores with)
-    exact: bool = False                      # the query names a rare identifier (the lexical weight applies)
+from .settings import (AVOID_RATIO, DENSE_PATHS, IDENTIFIER_DENSE_WEIGHT, PIPELINES, RARE_DOCS,  # noqa: F401
+                       RARE_SHARE, ROW_BLOCK, Ranking, Settings)
 
 
 def rank(index: SearchIndex, query: str, principal: Principal, settings: Settings, *, now: datetime,
@@ -157,6 +70,8 @@ def rank(index: SearchIndex, query: str, principal: Principal, settings: Setting
         stages["embed"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
         dense = _dense(index, qv, candidates, settings, lexical=lexical)
+        if settings.passages:
+            dense = with_passages(index, dense, qv, candidates)
         stages["dense"] = (time.perf_counter() - t) * 1000
     t = time.perf_counter()
     # A query naming a rare identifier (an error code, a config key) is a lexical question,
@@ -187,7 +102,7 @@ def rank(index: SearchIndex, query: str, principal: Principal, settings: Setting
                    parts={"lexical": lexical, "dense": dense, "fused": fused, "freshness": fresh,
                           "authority": authority, "in_persona": in_persona},
                    superseded=superseded, named=named, query=query, query_vector=qv, basis=mask,
-                   demoted=demoted, exact=exact)
+                   demoted=demoted, exact=exact, passages=settings.passages)
 
 
 def _supersession(index: SearchIndex, query: str, seen: np.ndarray, within: np.ndarray, principal: Principal
@@ -250,6 +165,35 @@ def _dot_rows(vectors: np.ndarray, qv: np.ndarray) -> np.ndarray:
             tail[:n - head] = vectors[head:]
             out[head:] = (tail @ qv)[:n - head]
     return out
+
+
+def with_passages(index: SearchIndex, dense: np.ndarray, qv: np.ndarray, mask: np.ndarray,
+                  rows: np.ndarray | None = None) -> np.ndarray:
+    """``dense`` with each long fragment in ``mask`` lifted to its best passage's cosine (MaxP);
+    with ``rows``, only the passages of the fragments at those positions are scored."""
+    passages = index.passages()
+    if not len(passages):
+        return dense
+    at = np.arange(len(passages)) if rows is None else passages.rows_of(rows)
+    if not at.size:
+        return dense
+    scores = _dot_rows(passages.matrix[at], qv.astype(np.float32))
+    return maxp(dense, scores, passages.owner[at], mask)
+
+
+def dense_cosines(index: SearchIndex, qv: np.ndarray, rows: np.ndarray | None = None, *,
+                  passages: bool = False) -> np.ndarray:
+    """The dense stage's score of the fragments at ``rows`` (all when None): their cosine, or with
+    ``passages`` MaxP over their passages too."""
+    vectors = index.vectors()
+    at = np.arange(len(vectors)) if rows is None else np.asarray(rows, dtype=np.int64)
+    full = np.full(len(vectors), -np.inf)
+    full[at] = _dot_rows(vectors[at], qv.astype(np.float32))
+    if not passages:
+        return full[at].astype(np.float32)
+    mask = np.zeros(len(vectors), dtype=bool)
+    mask[at] = True
+    return with_passages(index, full, qv, mask, rows=at)[at]
 
 
 def row_cosines(vectors: np.ndarray, qv: np.ndarray) -> np.ndarray:
@@ -382,7 +326,7 @@ def cosines(index: SearchIndex, ranking: Ranking, positions) -> np.ndarray:
         if ranking.query_vector is None:
             ranking.query_vector = index.embedder.encode_query(ranking.query)
         rows = np.array([positions[j] for j in missing], dtype=np.int64)
-        out[missing] = _dot_rows(index.vectors()[rows], ranking.query_vector.astype(np.float32))
+        out[missing] = dense_cosines(index, ranking.query_vector, rows, passages=ranking.passages)
     return out
 
 
@@ -398,8 +342,8 @@ def basis_cosines(index: SearchIndex, ranking: Ranking) -> np.ndarray:
         elif at.size:
             if ranking.query_vector is None:
                 ranking.query_vector = index.embedder.encode_query(ranking.query)
-            ranking.basis_cos = _dot_rows(index.vectors()[at], ranking.query_vector.astype(np.float32)
-                                          ).astype(np.float64)
+            ranking.basis_cos = dense_cosines(index, ranking.query_vector, at, passages=ranking.passages
+                                              ).astype(np.float64)
         else:
             ranking.basis_cos = np.zeros(0)
     return ranking.basis_cos

@@ -43,6 +43,7 @@ from ..rank.fusion import DENSE_WEIGHT
 from ..retrieval import pipeline
 from ..retrieval.index import SearchIndex, index_text, text_hash
 from ..retrieval.lexical import identifiers
+from ..retrieval.windows import windows
 from ..models import utcnow
 from .evaluation import Evaluation
 from .fragments import Fragments
@@ -178,6 +179,7 @@ class Impact(Feature):
         settings = preset(self.retrieval.settings(), PIPELINE)
         if settings.lexical != "bm25" or settings.dense != "numpy":
             raise UserError("edit impact ranks with the bm25 lexical backend and the numpy dense path only")
+        self._passages = settings.passages
         stages = maths.Stages(
             pipeline=settings.pipeline, fusion=settings.fusion, depth=settings.depth, k=settings.k,
             min_score=settings.min_score, dense_weight=settings.dense_weight,
@@ -195,7 +197,7 @@ class Impact(Feature):
                                          retired=np.flatnonzero((by >= len(index.ids)) & mask))
         texts = [q["query"] for q in golden.queries]
         vectors = self._vectors(texts)   # encoded as eval encodes them (one batch), kept as derived data
-        carried = _carry(previous, index)
+        carried = _carry(previous, index, self._passages)
         queries, by_key = [], {}
         for i, q in enumerate(golden.queries):
             key = str(i)
@@ -208,7 +210,7 @@ class Impact(Feature):
                     postings[token] = backend.matrix.postings(tid)
             cosines = carried(q["query"], vectors[i]) if carried else None
             if cosines is None:
-                cosines = pipeline.row_cosines(index.vectors(), vectors[i])
+                cosines = pipeline.dense_cosines(index, vectors[i], passages=self._passages).astype(np.float32)
             cosines.flags.writeable = False
             queries.append((key, q, maths.Query(tokens=tokens, identifiers=idents, postings=postings,
                                                 cosines=cosines, named=frozenset())))
@@ -255,14 +257,14 @@ class Impact(Feature):
         after = Fragment(id=current.id, version=current.version + 1, content=content,
                          content_hash=content.content_hash(), created_at=current.created_at, updated_at=now)
         text = index_text(after)
-        tokens = index.lexical("bm25").vocabulary.tokenize(text)
+        tokens = index.lexical("bm25").vocabulary.document_tokens(text)
         started = time.perf_counter()
         vector = self._vectors([text])[0]
+        passages = self._vectors(windows(text) if getattr(self, '_passages', False) else [])   # MaxP, as the dense stage scores it
         if timings is not None:
             timings["embed"] = (time.perf_counter() - started) * 1000
         edited = maths.Edited(position=e, tf=dict(Counter(tokens)),
-                              cosine={key: float(pipeline.row_cosines(vector[None, :], qv)[0])
-                                      for key, qv in state.vectors.items()})
+                              cosine={key: _maxp_cosine(vector, passages, qv) for key, qv in state.vectors.items()})
         active = content.status == "active"
         graph = _graph_after(self.store, index, current, content) if active else None
         now_s = (now - datetime(1970, 1, 1)).total_seconds()
@@ -336,7 +338,7 @@ class Impact(Feature):
                                         "total": (done - started) * 1000})
 
 
-def _carry(previous: _State | None, index: SearchIndex):
+def _carry(previous: _State | None, index: SearchIndex, passages: bool = False):
     """A function (query text, vector) → the cosines of every row of ``index`` taken from the
     previous generation's cache, with only rows whose text changed computed again; None when
     the previous generation holds other fragments."""
@@ -352,7 +354,7 @@ def _carry(previous: _State | None, index: SearchIndex):
             return None
         out = np.array(found)
         if changed.size:
-            out[changed] = pipeline.row_cosines(index.vectors()[changed], qv)
+            out[changed] = pipeline.dense_cosines(index, qv, changed, passages=passages)
         return out
     return cosines
 
@@ -417,3 +419,12 @@ def _relevant(ranked: np.ndarray, relevant: list[int], judged: int, k: int) -> t
     top = ranked[:k].tolist()
     ranks = [top.index(p) + 1 for p in relevant if p in top]
     return (min(ranks) if ranks else None), (round(len(ranks) / judged, 4) if judged else None)
+
+
+def _maxp_cosine(vector: np.ndarray, passages: np.ndarray, qv: np.ndarray) -> float:
+    """An edited fragment's dense score as the dense stage computes it: MaxP over its own vector
+    and its passages' (rows rounded as ``pipeline.row_cosines`` rounds them)."""
+    best = float(pipeline.row_cosines(vector[None, :], qv)[0])
+    if len(passages):
+        best = max(best, float(pipeline.row_cosines(passages, qv).max()))
+    return best
