@@ -181,7 +181,7 @@ def test_an_editor_of_another_org_learns_nothing(wb, sample_workspace, cli, tmp_
 def test_a_report_names_only_what_its_reader_sees(wb):
     lena = wb.principal("lena.fischer")
     report = wb.edit_impact("tw-rb-oncall-paging-escalation", BROKEN, actor=lena)
-    assert report.queries and report.hidden_queries == 1          # grace.kim's query: she asks for both orgs
+    assert report.queries and report.hidden_queries == 2          # grace.kim's queries (tw-q… and a persona one): she asks for both orgs
     assert all(q.principal != "grace.kim" for q in report.queries)
     named = {fid for q in report.queries for fid in (*q.top_before, *q.top_after) if fid is not None}
     assert named and all(policy.sees(lena, wb.get(fid, principal="grace.kim")) for fid in named)

@@ -173,6 +173,8 @@ def test_every_tool_has_a_title_annotations_bounded_described_parameters_and_an_
             elif prop["type"] == "array":   # a list of bounded strings (context's paths), itself bounded
                 item = prop["items"]
                 assert "maxItems" in prop and item["type"] == "string" and "maxLength" in item, (name, pname, prop)
+            elif prop["type"] == "boolean":   # a flag (search's archived): nothing to bound
+                assert isinstance(prop.get("default"), bool), (name, pname, prop)
             else:
                 assert prop["type"] == "string" and ("maxLength" in prop or "enum" in prop or "format" in prop), \
                     (name, pname, prop)

@@ -62,7 +62,7 @@ def test_parameters_are_typed_from_the_commands_own_options():
     assert props["k"]["type"] == "integer" and props["dense_weight"]["type"] == "number"
     assert props["explain"]["type"] == "boolean" and props["kind"]["type"] == "array"
     propose = doc["paths"]["/api/v1/propose"]["post"]["requestBody"]["content"]["application/json"]["schema"]
-    assert propose["properties"]["kind"]["enum"] == ["note", "session-summary", "anti-pattern"]
+    assert propose["properties"]["kind"]["enum"] == ["note", "session-summary", "anti-pattern", "observation"]
     assert "stdin" in doc["paths"]["/api/v1/edit"]["post"]["requestBody"]["content"]["application/json"]["schema"][
         "properties"]
     compare = doc["paths"]["/api/v1/eval"]["post"]["requestBody"]["content"]["application/json"]["schema"][
