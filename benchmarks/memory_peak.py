@@ -49,14 +49,48 @@ def build(beir: Path, ws: Path) -> dict:
     config = ws.with_name(ws.name + ".yaml")
     config.write_text(yaml.safe_dump(CONFIG, sort_keys=False), encoding="utf-8")
     t = time.perf_counter()
+    steps = {"start": _status()}
     with Workbench.init(ws, config=config, force=True) as wb:
         report = wb.ingest([files], actor="loader")
         if report.errors:
             raise SystemExit(f"ingest errors: {report.errors[:3]}")
         ingest_s = time.perf_counter() - t
-        warmed = wb.warm()
+        steps["ingest"] = _status()
+        with Sampler() as sampler:
+            warmed = wb.warm()
+        steps["warm"] = _status()
     return {"documents": len(corpus), "ingest_s": round(ingest_s, 1), "total_s": round(time.perf_counter() - t, 1),
-            **warmed}
+            **warmed, "steps_mb": steps, "warm_rss_samples_mb": sampler.summary(),
+            "warm_peak_over_resident": round(steps["warm"]["VmHWM"] / steps["warm"]["VmRSS"], 3)}
+
+
+class Sampler:
+    """VmRSS every 50 ms on a thread: when in a step the peak came (a coarse curve of the step)."""
+
+    def __init__(self, every: float = 0.05):
+        import threading
+
+        self.every, self.samples, self._stop = every, [], threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._t0 = time.perf_counter()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            self.samples.append((time.perf_counter() - self._t0, _status()["VmRSS"]))
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def summary(self, points: int = 24) -> list[tuple[float, float]]:
+        if not self.samples:
+            return []
+        step = max(1, len(self.samples) // points)
+        return [(round(t, 1), rss) for t, rss in self.samples[::step]] + [max(self.samples, key=lambda s: s[1])]
 
 
 def _status() -> dict[str, float]:
