@@ -5,9 +5,10 @@ guard, calibration, fragment reads, the trace write) adds to ``pipeline.rank`` o
         [--rounds 3] [--profile]
 
 Every timed call asks a question the query-vector cache has not seen (the cache is emptied
-before each call), so both paths pay the query embedding, as a new question does. The three paths
-take turns on each query (ranker, search without a trace, search with its trace) so drift of a
-shared machine falls on all three alike. Reported: p50/p95 ms of each, the ratio of search (with
+before each call), so both paths pay the query embedding, as a new question does. The four paths
+take turns on each query (ranker, search without a trace, search with its trace queued as it is
+now, and search with its trace committed on its own as before issue 31: ``TRACE_DEFER_MAX`` set
+to 1 for that call) so drift of a shared machine falls on all alike. Reported: p50/p95 ms of each, the ratio of search (with
 trace) to the ranker at p50, and with ``--busy N`` the same with N busy-loop processes (busy.py).
 ``--profile`` prints cProfile's top functions of the traced search path (cumulative).
 
@@ -60,20 +61,29 @@ def measure(wb, texts: list[str], principal: str, rounds: int) -> dict:
     settings = wb.settings()
     index = wb.search_index()
     embedder = index.embedder
-    times: dict[str, list[float]] = {"ranker": [], "search_no_trace": [], "search": []}
+    from workbench.store import tracequeue
+
+    times: dict[str, list[float]] = {"ranker": [], "search_no_trace": [], "search": [],
+                                     "search_trace_committed_each": []}
+    queued = tracequeue.TRACE_DEFER_MAX
     for _ in range(rounds):
         for text in texts:
             for name in times:
                 embedder.forget_queries()
+                if name == "search_trace_committed_each":  # as before issue 31: one commit per trace
+                    wb.store.flush_traces()
+                    tracequeue.TRACE_DEFER_MAX = 1
                 t = time.perf_counter()
                 if name == "ranker":
                     rank(index, text, who, settings, now=utcnow())
                 else:
-                    wb.search(text, principal=principal, trace=name == "search")
+                    wb.search(text, principal=principal, trace=name != "search_no_trace")
                 times[name].append((time.perf_counter() - t) * 1000)
+                tracequeue.TRACE_DEFER_MAX = queued
     out = {name: _pct(v) for name, v in times.items()}
     out["ratio_p50"] = round(out["search"]["p50"] / out["ranker"]["p50"], 2)
     out["ratio_p95"] = round(out["search"]["p95"] / out["ranker"]["p95"], 2)
+    out["ratio_p50_committed_each"] = round(out["search_trace_committed_each"]["p50"] / out["ranker"]["p50"], 2)
     return out
 
 
@@ -120,7 +130,7 @@ def main() -> None:
                 out[f"busy_{args.busy}"] = measure(wb, texts, args.principal, args.rounds)
         wb.store.flush_traces() if hasattr(wb.store, "flush_traces") else None
         out["traces_written"] = wb.store.trace_total() - before
-        out["traces_expected"] = len(texts) * args.rounds * (2 if args.busy else 1)
+        out["traces_expected"] = 2 * len(texts) * args.rounds * (2 if args.busy else 1)
         out["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(out, indent=1))
 

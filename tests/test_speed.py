@@ -86,3 +86,25 @@ def test_a_search_trace_is_there_when_search_returns(backend, backend_config, tm
     with Workbench.open(tmp_path / "ws") as wb:  # and durable: there in the next process's view
         for result in found:
             assert wb.trace(result.trace_id, principal="marco.bianchi")["query"] == result.query
+
+
+def test_queued_traces_are_committed_by_a_flush_and_before_a_write(backend, backend_config, tmp_path):
+    """Outside the team server traces are queued and committed many at a time: ``flush_traces``
+    (and release, close, a write, any read of traces) commits them; on PostgreSQL another process's
+    view then holds them."""
+    from workbench import Workbench
+
+    with Workbench.init(tmp_path / "ws", config=backend_config) as wb:
+        assert not wb.ingest([SAMPLE / "fragments" / "northwind"], actor="kb.sync").errors
+        first = wb.search("payment retries", principal="marco.bianchi")
+        assert wb.store.deferred_trace(first.trace_id) is not None  # queued, not yet committed
+        wb.store.flush_traces()
+        assert wb.store.deferred_trace(first.trace_id) is None
+        if backend == "postgresql":
+            with Workbench.open(tmp_path / "ws") as other:
+                assert other.trace(first.trace_id, principal="marco.bianchi")["query"] == "payment retries"
+        second = wb.search("ledger close", principal="marco.bianchi")
+        fid = second.hits[0].id
+        fragment = wb.get(fid, principal="priya.raman")
+        wb.edit(fid, fragment.body + "\n\nEdited.", reason="test", actor="priya.raman")  # a write commits the queue first
+        assert wb.store.deferred_trace(second.trace_id) is None

@@ -253,7 +253,11 @@ class OnnxEncoder:
         session = self._batch[0]
         if len(texts) <= SMALL_BATCH:  # an edit's few chunks: one thread, leaving the other cores to queries
             session = self._query[0]
-        return self._run_bucketed(session, self._query[1], texts, batch_size)
+        out = np.empty((len(texts), 384), dtype=np.float32)
+        for start in range(0, len(texts), BUCKET_SPAN):  # tokenizer output held for a span at a time
+            out[start:start + BUCKET_SPAN] = self._run_bucketed(session, self._query[1],
+                                                                texts[start:start + BUCKET_SPAN], batch_size)
+        return out
 
     @staticmethod
     def _run_bucketed(session, tok, texts: list[str], batch_size: int) -> np.ndarray:
@@ -304,6 +308,7 @@ class OnnxEncoder:
 SMALL_BATCH = 8  # texts encoded on the one-thread session (see encode)
 TOKENS_PER_TEXT = 128  # a batch's token budget per text of batch_size (see _run_bucketed)
 MAX_BATCH = 256  # texts in one session run at most
+BUCKET_SPAN = 2048  # texts tokenized and length-sorted together (their encodings are held until embedded)
 
 
 def _pool(states: np.ndarray, mask: np.ndarray) -> np.ndarray:
