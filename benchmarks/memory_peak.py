@@ -32,13 +32,14 @@ CONFIG = {"name": "beir", "default_principal": "reader",
                          {"name": "loader", "kind": "service", "orgs": ["beir"], "writes": ["org=beir"]}]}
 
 
-def build(beir: Path, ws: Path) -> dict:
+def build(beir: Path, ws: Path, limit: int | None = None) -> dict:
     from workbench.ingest.files import render
     from workbench.models import Content, Scope
     from workbench.retrieval.evaluate import load_beir
     from workbench.service import Workbench
 
     corpus, _, _ = load_beir(beir)
+    corpus = corpus[:limit] if limit else corpus
     files = ws.with_name(ws.name + ".files")
     files.mkdir(parents=True, exist_ok=True)
     for doc_id, title, text in corpus:
@@ -154,6 +155,7 @@ def main() -> None:
     b = sub.add_parser("build")
     b.add_argument("beir")
     b.add_argument("ws")
+    b.add_argument("--limit", type=int, help="the first N documents only (a quicker, smaller build)")
     m = sub.add_parser("measure")
     m.add_argument("ws")
     m.add_argument("--runs", type=int, default=3)
@@ -163,7 +165,7 @@ def main() -> None:
     c.add_argument("--trace", action="store_true")
     args = parser.parse_args()
     if args.cmd == "build":
-        out = build(Path(args.beir), Path(args.ws))
+        out = build(Path(args.beir), Path(args.ws), args.limit)
     elif args.cmd == "measure":
         out = measure(args.ws, args.runs, args.trace)
     else:

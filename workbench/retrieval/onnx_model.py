@@ -197,6 +197,7 @@ class OnnxEncoder:
         options.log_severity_level = 3
         if threads > 1:  # a busy-waiting pool would take a core from whoever else runs here
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            options.enable_mem_pattern = False  # batches of ever-changing shapes: no plan to reuse, only memory
         return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
     def _tokenizer(self, pad: bool):
@@ -263,19 +264,21 @@ class OnnxEncoder:
     def _run_bucketed(session, tok, texts: list[str], batch_size: int) -> np.ndarray:
         """Length-bucketed batches: every text is tokenized once (no padding), the texts are
         ordered by token count, and each batch of neighbours is padded only to its own longest,
-        so a batch does no work on padding beyond a few tokens. A batch holds at most
-        ``batch_size`` texts and about ``batch_size`` × 128 tokens (short texts go in larger
-        batches: fewer session runs). Vectors equal an unbatched run's to float rounding (the
+        so a batch does no work on padding beyond a few tokens. A batch holds about
+        ``BATCH_TOKENS`` tokens (8 texts of 256 tokens, 64 of 32: short texts go in larger batches,
+        fewer session runs) and at most 8 × ``batch_size`` texts. The token budget bounds what one
+        run allocates: ONNX Runtime's arena keeps its largest run's tensors (attention is batch ×
+        12 heads × tokens²), 32 texts of 256 tokens grew it by ~700 MB, 8 by ~250 MB, at the same
+        CPU time per text (benchmarks/memory_peak.py, BENCHMARKS.md issue 31). Vectors equal an unbatched run's to float rounding (the
         attention mask zeroes the padding; a test checks cosine within 1e-5)."""
         encoded = tok.encode_batch(list(texts))  # truncated at MAX_TOKENS, unpadded
         lengths = np.fromiter((len(e.ids) for e in encoded), dtype=np.int64, count=len(encoded))
         order = np.argsort(-lengths, kind="stable")
         out = np.empty((len(texts), 384), dtype=np.float32)
-        budget = max(batch_size, 1) * TOKENS_PER_TEXT
         start = 0
         while start < len(order):
             longest = int(lengths[order[start]])
-            size = max(1, min(len(order) - start, max(batch_size, budget // max(longest, 1)), MAX_BATCH))
+            size = max(1, min(len(order) - start, BATCH_TOKENS // max(longest, 1), max(batch_size, 1) * 8, MAX_BATCH))
             chunk = order[start:start + size]
             ids = np.zeros((len(chunk), longest), dtype=np.int64)
             mask = np.zeros((len(chunk), longest), dtype=np.int64)
@@ -306,7 +309,7 @@ class OnnxEncoder:
 
 
 SMALL_BATCH = 8  # texts encoded on the one-thread session (see encode)
-TOKENS_PER_TEXT = 128  # a batch's token budget per text of batch_size (see _run_bucketed)
+BATCH_TOKENS = 2048  # tokens in one session run, padding included (see _run_bucketed)
 MAX_BATCH = 256  # texts in one session run at most
 BUCKET_SPAN = 2048  # texts tokenized and length-sorted together (their encodings are held until embedded)
 
