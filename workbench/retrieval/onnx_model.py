@@ -269,8 +269,9 @@ class OnnxEncoder:
         fewer session runs) and at most 8 × ``batch_size`` texts. The token budget bounds what one
         run allocates: ONNX Runtime's arena keeps its largest run's tensors (attention is batch ×
         12 heads × tokens²), 32 texts of 256 tokens grew it by ~700 MB, 8 by ~250 MB, at the same
-        CPU time per text (benchmarks/memory_peak.py, BENCHMARKS.md issue 31). Vectors equal an unbatched run's to float rounding (the
-        attention mask zeroes the padding; a test checks cosine within 1e-5)."""
+        CPU time per text (benchmarks/memory_peak.py, BENCHMARKS.md issue 31). Vectors equal an
+        unbatched run's to float rounding (the attention mask zeroes the padding; a test checks
+        cosine within 1e-5)."""
         encoded = tok.encode_batch(list(texts))  # truncated at MAX_TOKENS, unpadded
         lengths = np.fromiter((len(e.ids) for e in encoded), dtype=np.int64, count=len(encoded))
         order = np.argsort(-lengths, kind="stable")
@@ -278,7 +279,8 @@ class OnnxEncoder:
         start = 0
         while start < len(order):
             longest = int(lengths[order[start]])
-            size = max(1, min(len(order) - start, BATCH_TOKENS // max(longest, 1), max(batch_size, 1) * 8, MAX_BATCH))
+            size = max(1, min(len(order) - start, BATCH_TOKENS // max(longest, 1), max(batch_size, 1) * 8,
+                              MAX_BATCH))
             chunk = order[start:start + size]
             ids = np.zeros((len(chunk), longest), dtype=np.int64)
             mask = np.zeros((len(chunk), longest), dtype=np.int64)
