@@ -197,6 +197,7 @@ class OnnxEncoder:
         options.log_severity_level = 3
         if threads > 1:  # a busy-waiting pool would take a core from whoever else runs here
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            options.enable_mem_pattern = False  # batches of ever-changing shapes: no plan to reuse, only memory
         return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
     def _tokenizer(self, pad: bool):
@@ -250,23 +251,69 @@ class OnnxEncoder:
                     cores = _cores()
                     session = self._query[0] if cores == 1 else self._session(cores)
                     self._batch = (session, self._tokenizer(pad=True))
-        session, tok = self._batch
+        session = self._batch[0]
         if len(texts) <= SMALL_BATCH:  # an edit's few chunks: one thread, leaving the other cores to queries
             session = self._query[0]
-        lengths = [len(t) for t in texts]
-        order = np.argsort(lengths, kind="stable")[::-1]  # similar lengths share a batch: little padding
-        out = np.zeros((len(texts), 384), dtype=np.float32)
+        out = np.empty((len(texts), 384), dtype=np.float32)
+        for start in range(0, len(texts), BUCKET_SPAN):  # tokenizer output held for a span at a time
+            out[start:start + BUCKET_SPAN] = self._run_bucketed(session, self._query[1],
+                                                                texts[start:start + BUCKET_SPAN], batch_size)
+        return out
+
+    @staticmethod
+    def _run_bucketed(session, tok, texts: list[str], batch_size: int) -> np.ndarray:
+        """Length-bucketed batches: every text is tokenized once (no padding), the texts are
+        ordered by token count, and each batch of neighbours is padded only to its own longest,
+        so a batch does no work on padding beyond a few tokens. A batch holds about
+        ``BATCH_TOKENS`` tokens (8 texts of 256 tokens, 64 of 32: short texts go in larger batches,
+        fewer session runs) and at most 8 × ``batch_size`` texts. The token budget bounds what one
+        run allocates: ONNX Runtime's arena keeps its largest run's tensors (attention is batch ×
+        12 heads × tokens²), 32 texts of 256 tokens grew it by ~700 MB, 8 by ~250 MB, at the same
+        CPU time per text (benchmarks/memory_peak.py, BENCHMARKS.md issue 31). Vectors equal an
+        unbatched run's to float rounding (the attention mask zeroes the padding; a test checks
+        cosine within 1e-5)."""
+        encoded = tok.encode_batch(list(texts))  # truncated at MAX_TOKENS, unpadded
+        lengths = np.fromiter((len(e.ids) for e in encoded), dtype=np.int64, count=len(encoded))
+        order = np.argsort(-lengths, kind="stable")
+        out = np.empty((len(texts), 384), dtype=np.float32)
+        start = 0
+        while start < len(order):
+            longest = int(lengths[order[start]])
+            size = max(1, min(len(order) - start, BATCH_TOKENS // max(longest, 1), max(batch_size, 1) * 8,
+                              MAX_BATCH))
+            chunk = order[start:start + size]
+            ids = np.zeros((len(chunk), longest), dtype=np.int64)
+            mask = np.zeros((len(chunk), longest), dtype=np.int64)
+            for row, i in enumerate(chunk):
+                n = int(lengths[i])
+                ids[row, :n] = encoded[i].ids
+                mask[row, :n] = 1
+            feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            out[chunk] = _pool(session.run(None, feed)[0], mask)
+            start += size
+        return out
+
+    def encode_unbucketed(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
+        """The reference: batches in the given order, each padded to its longest text (what
+        ``encode`` did before length buckets; kept for the equality test and the benchmark)."""
+        self.load()
+        session, out = self._query[0], np.zeros((len(texts), 384), dtype=np.float32)
+        tok = self._tokenizer(pad=True)
+        if self._batch is not None:
+            session = self._batch[0]
         for start in range(0, len(texts), batch_size):
-            chunk = order[start:start + batch_size]
-            encoded = tok.encode_batch([texts[i] for i in chunk])
+            encoded = tok.encode_batch(texts[start:start + batch_size])
             ids = np.array([e.ids for e in encoded], dtype=np.int64)
             mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
             feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            out[chunk] = _pool(session.run(None, feed)[0], mask)
+            out[start:start + batch_size] = _pool(session.run(None, feed)[0], mask)
         return out
 
 
 SMALL_BATCH = 8  # texts encoded on the one-thread session (see encode)
+BATCH_TOKENS = 2048  # tokens in one session run, padding included (see _run_bucketed)
+MAX_BATCH = 256  # texts in one session run at most
+BUCKET_SPAN = 2048  # texts tokenized and length-sorted together (their encodings are held until embedded)
 
 
 def _pool(states: np.ndarray, mask: np.ndarray) -> np.ndarray:

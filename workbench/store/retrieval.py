@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .rows import text_column
+from .tracequeue import _INSERT_TRACE, DeferredTraces
 
 DIM = 384
 
@@ -33,7 +34,7 @@ def vector_literal(vector: np.ndarray) -> str:
     return "[" + ",".join(f"{x:.8g}" for x in values.tolist()) + f"]::FLOAT[{DIM}]"
 
 
-class RetrievalQueries:
+class RetrievalQueries(DeferredTraces):
     # The host class (Store) provides _q, con, transaction(), read_only and can_store_derived().
 
     # -- generation: bumped by every write that changes what retrieval sees --------------
@@ -249,7 +250,10 @@ class RetrievalQueries:
         if getattr(self, "shared", False):
             self._trace_writer().put(row)
             return True
-        self._q(_INSERT_TRACE, row)
+        if self._depth:  # inside the caller's transaction: committed (or rolled back) with it
+            self._q(_INSERT_TRACE, row)
+            return True
+        self.defer_trace(row)
         return True
 
     # In a shared store (the team server) traces are committed by one writer thread, in batches:
@@ -265,13 +269,16 @@ class RetrievalQueries:
             return self._traces
 
     def flush_traces(self) -> None:
-        """Commit every queued trace and stop the writer thread (before closing)."""
+        """Commit every queued trace (and stop the team server's writer thread): before closing,
+        before letting go of the file, or whenever a caller needs them durable now."""
         writer, self._traces = self._traces, None
         if writer is not None:
             writer.stop()
+        if self.__dict__.get("_deferred"):
+            self.commit_deferred_traces()
 
     def trace(self, trace_id: str) -> dict[str, Any] | None:
-        queued = self._traces.pending(trace_id) if self._traces is not None else None
+        queued = self._traces.pending(trace_id) if self._traces is not None else self.deferred_trace(trace_id)
         rows = [queued] if queued is not None else self._q(
             "SELECT id, created_at, kind, query, principal, scope, settings, served FROM traces WHERE id = ?",
             [trace_id])
@@ -312,6 +319,8 @@ class RetrievalQueries:
         writer = self._traces
         if writer is not None:
             writer.drain()
+        if self.__dict__.get("_deferred"):
+            self.commit_deferred_traces()
 
     def trace_usage(self, since: datetime, until: datetime, *, fragment_id: str | None = None
                     ) -> list[tuple[str, str, str | None, int, datetime]]:
@@ -345,7 +354,6 @@ class RetrievalQueries:
                  "served": [(p == "true", None if c is None else float(c)) for p, c in r[8]]} for r in rows]
 
 
-_INSERT_TRACE = "INSERT INTO traces VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 CHECKPOINT_CHECK_S = 5  # an idle trace writer looks at the write-ahead log this often
 # A batch of traces is committed this long after its first trace arrived (or at TRACE_BATCH
 # traces): at 20 requests a second one commit per request cost ~5 ms of DuckDB work each

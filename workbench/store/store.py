@@ -171,6 +171,8 @@ class Store(CoreQueries, RetrievalQueries, FtsQueries, CurationQueries, ExportQu
         if self._con is not None and self._depth == 0:
             from .connect import clear_release_request
 
+            self.flush_traces()  # the queued traces are committed while the file is still held
+
             self._con.close()
             self._con = None
             clear_release_request(self.path)
@@ -251,6 +253,8 @@ class Store(CoreQueries, RetrievalQueries, FtsQueries, CurationQueries, ExportQu
         return result
 
     def _q(self, sql: str, params: list[Any] | tuple = ()) -> list[tuple]:
+        if self.__dict__.get("_deferred") and "traces" in sql and not self._depth:
+            self.commit_deferred_traces()  # any statement over traces sees the queued ones (see put_trace)
         if self.shared and not self._depth and sql.lstrip()[:6].upper() in _WRITES:
             with self._write_lock:  # an autocommit write (a trace, a meta row): one writer at a time
                 return self._guard(lambda: self.con.execute(sql, list(params)).fetchall())
@@ -272,6 +276,8 @@ class Store(CoreQueries, RetrievalQueries, FtsQueries, CurationQueries, ExportQu
                 self._depth -= 1
             return
         self.require_writable(what)
+        if self.__dict__.get("_deferred"):  # queued traces first, in a commit of their own (see put_trace)
+            self.commit_deferred_traces()
         with self._write_lock if self.shared else contextlib.nullcontext():
             self._q("BEGIN TRANSACTION")
             self._depth = 1

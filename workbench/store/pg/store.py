@@ -328,6 +328,7 @@ class PgStore(PgQueries, PgUpkeep, CoreQueries, RetrievalQueries, CurationQuerie
     def release(self) -> None:
         """Close idle connections (between calls of a long-running face); state is kept."""
         if self._depth == 0:
+            self.flush_traces()  # the queued traces are committed before the connections go
             self._pool.close()
 
     def release_requested(self) -> bool:
@@ -377,6 +378,8 @@ class PgStore(PgQueries, PgUpkeep, CoreQueries, RetrievalQueries, CurationQuerie
             raise StoreError(f"database error on {self.where}: {_first_line(e)}") from e
 
     def _q(self, sql: str, params: list[Any] | tuple = ()) -> list[tuple]:
+        if self.__dict__.get("_deferred") and "traces" in sql and not self._depth:
+            self.commit_deferred_traces()  # any statement over traces sees the queued ones (see put_trace)
         text = translate(sql)
 
         def run(con):
@@ -412,6 +415,8 @@ class PgStore(PgQueries, PgUpkeep, CoreQueries, RetrievalQueries, CurationQuerie
                 self._depth -= 1
             return
         self.require_writable(what)
+        if self.__dict__.get("_deferred"):  # queued traces first, in a commit of their own (see put_trace)
+            self.commit_deferred_traces()
         con = self._pool.get()
         outer = getattr(self._local, "con", None)  # a snapshot's, when a build writes derived data
         self._local.con, self._local.logged = con, set()
