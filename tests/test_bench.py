@@ -110,7 +110,7 @@ def test_bench_run_reports_the_documented_fields(tmp_path, monkeypatch, capsys, 
         assert 0 < cold[name]["min_s"] <= cold[name]["median_s"] <= cold[name]["max_s"] and cold[name]["runs"] == 1
         assert 50 < cold[name]["peak_rss_mb"] < data["peak_rss_mb"], cold[name]  # the child's, not ours
     assert "--as marco.bianchi" in cold["sample"]["command"] and "--as agent" in cold["synthetic"]["command"]
-    assert data["busy_processes"] == busy and len(started) == 6 * busy  # queries, baseline, embedding, TUI, cold
+    assert data["busy_processes"] == busy and len(started) == 7 * busy  # queries (new, cached), baseline, embedding, TUI, cold
     lived = data["long_lived"]  # benchmarks/long_lived.py's child process on the same workspace
     assert "error" not in lived, lived
     assert lived["fragments"] == 60 and lived["edit_visible_ms"]["median"] > 0 and lived["open_and_first_search_s"] > 0
