@@ -134,7 +134,9 @@ def test_bench_run_reports_the_documented_fields(tmp_path, monkeypatch, capsys, 
 def _busy_figures(data, started):
     busy = data["busy"]
     assert set(busy) == {"search_ms", "stages_ms", "baseline_search_ms", "baseline_stages_ms", "speedup_p50",
-                         "query_embed_ms", "tui_first_paint_s", "cold_cli", "long_lived"}
+                         "query_embed_ms", "tui_first_paint_s", "cold_cli", "long_lived", "query_cache_hits",
+                         "cached_search_ms", "cached_stages_ms", "cached_query_cache_hits"}
+    assert busy["query_cache_hits"] == 0 and busy["cached_query_cache_hits"] > 0   # new questions; then cache hits
     assert busy["search_ms"]["p50"] > 0 and busy["query_embed_ms"]["torch"]["p50"] > 0
     assert busy["cold_cli"]["sample"]["median_s"] > 0 and "error" not in busy["tui_first_paint_s"]["flow"]
     assert not [pid for pid in started if busy_loop(pid)] and not busy_loops_of(os.getpid())
