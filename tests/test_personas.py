@@ -232,3 +232,15 @@ def test_tune_refuses_within_noise_and_writes_only_the_ranking_section_beyond_it
     assert shown.returncode == 0, shown.stderr
     rows = {line.split()[0]: line.split() for line in shown.stdout.split("by persona")[1].splitlines()[3:] if line}
     assert rows["sre"][1] == "1.000" and rows["sre"][-1] == "6" and rows["-"][-1] == "1"
+
+
+def test_eval_by_persona_on_the_sample_golden_set_beside_its_paths_and_archived_entries(sample_workspace):
+    """The sample's golden set also holds paths: and archived: entries (their own report sections):
+    --by persona reports the pipelines' persona rows beside them (it once failed on the archived one)."""
+    golden = Path(__file__).resolve().parents[1] / "sample_corpus" / "golden.yaml"
+    shown = run_cli("eval", "--golden", str(golden), "--pipeline", "hybrid", "--by", "persona",
+                    workspace=sample_workspace)
+    assert shown.returncode == 0, shown.stderr
+    assert "archived (5 golden entries" in shown.stdout
+    rows = {line.split()[0]: line.split() for line in shown.stdout.split("by persona")[1].splitlines()[3:] if line}
+    assert {"security", "sre", "-"} <= set(rows) and rows["security"][-1] == "16", rows

@@ -284,7 +284,7 @@ def eval_(golden, beir, split, pipeline, compare, cache, abstention, sizes, by, 
 
 
 def _print_by_persona(report: dict) -> None:
-    names = [n for n in report if n not in ("compare", "paths")]
+    names = [n for n in report if isinstance(report[n], dict) and "by_persona" in report[n]]  # the pipelines
     personas = sorted({p for n in names for p in report[n].get("by_persona", {})}, key=lambda p: (p == "-", p))
     print("\nby persona (nDCG@10 / recall@10, queries; '-': asked in no persona):")
     print(table(["persona", *names, "queries"],
