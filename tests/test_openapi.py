@@ -168,6 +168,34 @@ def test_bad_parameters_are_400s_with_a_json_error_never_500s(team):
     assert status == 200 and len(answer["hits"]) == 2 and "scores" in answer["hits"][0], answer
 
 
+def test_a_machine_tool_is_not_served_and_a_tilde_path_is_no_500(team):
+    """Schemathesis found ``GET /api/v1/model/build-int8?out=~9%23&force=true`` a 500 ('Could not
+    determine home directory'): build-int8 wrote a model folder wherever a token named, on the
+    server's disk. It runs only where it is typed now; and ``~name`` naming no user stays as typed
+    (as a shell leaves it) on every path the server takes from a request."""
+    running, token, _ = team
+    assert "/api/v1/model/build-int8" not in document()["paths"]
+    assert "/api/v1/model/add" in document()["paths"]
+    for who in (token, running.owner):
+        status, answer, _ = running.call("GET", "/api/v1/model/build-int8?out=%7E9%23&force=true", token=who)
+        assert status == 404, (status, answer)
+        status, answer, _ = running.call("POST", "/api/v1/cli", {"argv": ["model", "build-int8", "~9#"]}, token=who)
+        assert status == 200 and answer["exit"] == 2 and "runs on your machine" in answer["stderr"], answer
+    status, answer, _ = running.call("POST", "/api/v1/model/add", {"path": "/tmp"}, token=token)  # a person's token
+    assert status != 500 and "admin token" in json.dumps(answer), answer
+    for argv in (["eval", "--golden", "~9#/golden.yaml"], ["model", "add", "~9#"], ["backup", "--out", "~9#/b"]):
+        status, answer, _ = running.call("POST", "/api/v1/cli", {"argv": argv}, token=running.owner)
+        assert status == 200 and answer["exit"] in (1, 2) and "home directory" not in answer["stderr"], (argv, answer)
+        assert "internal error" not in answer["stderr"], (argv, answer)
+
+
+def test_a_tilde_naming_no_user_stays_as_typed():
+    from workbench.userpath import expand_user
+
+    assert expand_user("~9#/x") == Path("~9#/x")
+    assert expand_user("~") == Path.home()
+
+
 def _schemathesis(running, token, data, *, max_examples: int, seed: int | None, phases: str) -> None:
     base = data["base"]
     words = {"ids": data["ids"], "scopes": ["org=northwind", "org=northwind,repo=payments-api", "org=tidewater"],

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field
-from pathlib import Path
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from dataclasses import replace as _replace
+from pathlib import Path
 from typing import Any
 
 from .errors import NotFound, UserError, ValidationError
 from .models import DEFAULT_WEIGHTS, MAX_WEIGHT, WEIGHT_KEYS, Principal, RankingWeights, Scope, Weights
 from .schemas import plain_yaml, validate
+from .userpath import expand_user
 
 CONFIG_NAME = "workbench.yaml"
 DB_NAME = "workbench.duckdb"
@@ -46,10 +47,10 @@ principals:
 def resolve_workspace(path: str | os.PathLike | None = None) -> Path:
     """--workspace DIR, else WORKBENCH_HOME, else ./.workbench/."""
     if path:
-        return Path(path).expanduser().resolve()
+        return expand_user(path).resolve()
     env = os.environ.get("WORKBENCH_HOME")
     if env:
-        return Path(env).expanduser().resolve()
+        return expand_user(env).resolve()
     return (Path.cwd() / ".workbench").resolve()
 
 

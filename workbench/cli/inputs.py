@@ -18,6 +18,8 @@ from typing import Iterable, Iterator
 
 import click
 
+from ..userpath import expand_user
+
 STDIN = "-"
 STDIN_NAME = "<stdin>"   # how a fragment file read from standard input is named in reports
 
@@ -77,7 +79,7 @@ def config_input(value: str | None) -> Iterator[str | None]:
 
     with input_path(value, name="workbench.yaml") as path:
         golden = WorkspaceConfig.load(Path(path)).golden
-        if golden and not Path(golden).expanduser().is_absolute():
+        if golden and not expand_user(golden).is_absolute():
             source = Path.cwd() / golden
             target = Path(path).parent / golden
             if source.is_file() and target.resolve().is_relative_to(Path(path).parent.resolve()):

@@ -241,8 +241,9 @@ def _over_the_server(ctx: click.Context) -> None:
     if served is not None:
         remote.prepare_served(ctx, ctx.command_path, served)
         return
-    top = ctx.command_path.split(" ")[1] if " " in ctx.command_path else ""
-    if top in remote.LOCAL or top in remote.FACES:
+    name = ctx.command_path.split(" ", 1)[1] if " " in ctx.command_path else ""
+    top = name.split(" ", 1)[0]
+    if top in remote.LOCAL or top in remote.FACES or name in remote.LOCAL:
         return
     endpoint = remote.endpoint_for(workspace())
     if endpoint is not None:

@@ -29,14 +29,16 @@ from pathlib import Path
 from typing import Any
 
 from ..inert import inert
+from ..userpath import expand_user
 
 # Commands that never go to a server: they make their own workspace, start a server, or print
 # something about this machine.
-LOCAL = {"server", "bench", "completion", "init", "restore-backup"}
+LOCAL = {"server", "bench", "completion", "init", "restore-backup",
+         "model build-int8"}  # builds a model folder on this machine's disk: no workspace, nothing to serve
 # Faces that hold a session of their own: run here (as clients of the server when one runs).
 FACES = {"tui", "serve", "mcp"}
 # Parameters that name files or folders on the disk of the process that runs the command.
-SERVER_PATHS = {"ingest": ("paths", "git"), "export-files": ("dir",), "search": ("rerank",),
+SERVER_PATHS = {"ingest": ("paths", "git"), "model add": ("path",), "export-files": ("dir",), "search": ("rerank",),
                 "context": ("rerank", "repo"), "eval": ("golden", "beir", "compare", "cache"), "export": ("out",),
                 "import-bundle": ("dir",), "check": ("golden", "baseline", "update_baseline"),
                 "edit": ("golden",), "backup": ("out",), "calibrate": ("golden",)}
@@ -203,7 +205,7 @@ def _commands(root) -> dict:
             path = f"{prefix}{name}"
             if isinstance(command, click.Group):
                 yield from walk(command, path + "/")
-            elif path.split("/")[0] not in LOCAL | FACES:
+            elif path.split("/")[0] not in LOCAL | FACES and path.replace("/", " ") not in LOCAL:
                 yield path, command
 
     return dict(walk(root, ""))
@@ -216,7 +218,7 @@ def prepare_served(ctx, path: str, served: Served) -> None:
 
     name = path.split(" ", 1)[1] if " " in path else path
     top = name.split(" ", 1)[0]
-    if top in LOCAL or top in FACES:
+    if top in LOCAL or top in FACES or name in LOCAL:
         raise UserError(f"`workbench {name}` runs on your machine, not on the server")
     params = ctx.params
     if "principal" in params:
@@ -246,7 +248,7 @@ def _absolute(value, cwd: str | None):
         return type(value)(_absolute(v, cwd) for v in value)
     if not isinstance(value, str) or not cwd or "://" in value or value.startswith("git@") or value == "-":
         return value
-    return str(Path(cwd, Path(value).expanduser()))
+    return str(Path(cwd, expand_user(value)))
 
 
 def read_input(name: str) -> str:

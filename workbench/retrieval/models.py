@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ModelError, UserError
+from ..userpath import expand_user
 from .embedder import DIM, MODEL_NAME, Embedder
 from .onnx_model import OnnxEncoder, _shared
 
@@ -179,16 +180,16 @@ def build_int8(out: str | Path, *, force: bool = False) -> Path:
     from .bundled import model_dir
     from .onnx_model import graph_path
 
-    out = Path(out).expanduser()
+    out = expand_user(out)
     if out.exists() and any(out.iterdir()) and not force:
         raise UserError(f"{out} exists and is not empty (use --force to replace what it holds)", param="out")
     source = model_dir()
     graph = graph_path(source)
     out.mkdir(parents=True, exist_ok=True)
     try:
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-
         import logging
+
+        from onnxruntime.quantization import QuantType, quantize_dynamic
 
         tmp = out / "model.onnx.tmp"
         root, level = logging.getLogger(), logging.getLogger().level

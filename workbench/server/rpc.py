@@ -41,8 +41,9 @@ from typing import Any
 
 from ..errors import NotFound, PermissionDenied, UserError, ValidationError, WorkbenchError
 from ..remote import codec
-
 from ..remote.methods import CONFIG, DISK, DISK_PARAMS, METHODS, READ, WRITE  # noqa: E402,F401
+from ..userpath import expand_user
+
 WHO = ("principal", "actor")
 NOW_KEPT = frozenset({"browse", "stale", "gaps", "usage", "fragment_usage", "edit_impact"})
 UNRECORDED = {"search": ("trace",)}  # parameters that keep a call out of traces (and gaps and usage)
@@ -217,4 +218,4 @@ def _absolute(value: Any, cwd: str | None) -> Any:
     text = str(value)
     if "://" in text or text.startswith("git@"):
         return value
-    return str(Path(cwd, Path(text).expanduser()))
+    return str(Path(cwd, expand_user(text)))

@@ -28,6 +28,7 @@ from ..models import Fragment, Principal, Scope, utcnow
 from ..rank import retention
 from ..retrieval import answers, golden_rules, regressions
 from ..retrieval import baseline as baseline_file
+from ..userpath import expand_user
 from .evaluation import Evaluation
 from .workspace import Feature, Workspace
 
@@ -65,7 +66,7 @@ class Checks(Feature):
                             f"put golden.yaml in the workspace folder ({self.root})", param="golden")
         if not golden_path.is_file():
             raise UserError(f"no golden set at {golden_path}", param="golden")
-        baseline_path = Path(baseline).expanduser() if baseline else golden_path.with_name(
+        baseline_path = expand_user(baseline) if baseline else golden_path.with_name(
             f"{golden_path.stem}.baseline.json")
         queries = load_golden(golden_path)
         regressions.unique_ids(queries, str(golden_path))

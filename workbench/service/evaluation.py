@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..config import GOLDEN_NAME, WorkspaceConfig
-from ..retrieval.pipeline import Settings
 from ..models import utcnow
+from ..retrieval.pipeline import Settings
+from ..userpath import expand_user
 from .search import Retrieval
 from .workspace import Feature, Workspace
 
@@ -25,9 +26,9 @@ class Evaluation(Feature):
         """The golden set to use: ``golden`` as given, else ``golden`` of workbench.yaml (relative to the
         workspace folder), else the workspace's golden.yaml when there is one, else None."""
         if golden:
-            return Path(golden).expanduser()
+            return expand_user(golden)
         if self.config.golden:
-            return self.root / Path(self.config.golden).expanduser()
+            return self.root / expand_user(self.config.golden)
         default = self.root / GOLDEN_NAME
         return default if default.is_file() else None
 
@@ -151,7 +152,7 @@ def golden_to_copy(config: Path, loaded: WorkspaceConfig) -> Path | None:
     set until one is put where its ``golden:`` points, and ``check`` says so)."""
     if not loaded.golden:
         return None
-    source = config.parent / Path(loaded.golden).expanduser()
+    source = config.parent / expand_user(loaded.golden)
     return source if source.is_file() else None
 
 
@@ -194,8 +195,8 @@ def _pipelines(pipelines: list[str] | None, compare: tuple[str, str] | None) -> 
 
 
 def _finish(out: dict[str, Any], compare: tuple[str, str] | None, queries: dict[str, str]) -> dict[str, Any]:
-    from ..retrieval.results import EvalReport
     from ..retrieval import evaluate
+    from ..retrieval.results import EvalReport
 
     result = EvalReport(out["metrics"])
     if compare:

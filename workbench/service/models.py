@@ -26,6 +26,7 @@ from ..errors import ModelError, NotFound, UserError
 from ..models import Principal, utcnow
 from ..retrieval import models as registry
 from ..retrieval.embedder import DIM, MODEL_NAME
+from ..userpath import expand_user
 from .workspace import Feature
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -110,8 +111,8 @@ class Models(Feature):
                          self.store.embedding_count(row.name), row.shadow_done, row.shadow_total)
 
     def _bundled_row(self, at: datetime | None, *, state: str):
-        from ..store.model_registry import ModelRow
         from ..retrieval.bundled import model_dir
+        from ..store.model_registry import ModelRow
 
         return ModelRow(MODEL_NAME, str(model_dir()), "bundled", DIM, at, state, None, None, None, None, 0, 0, None)
 
@@ -143,7 +144,7 @@ class Models(Feature):
         as a shadow candidate: checked (tokenizer, 384-dimension unit vectors), never downloaded."""
         self._require(actor)
         now = now or utcnow()
-        folder = Path(path).expanduser().resolve()
+        folder = expand_user(path).resolve()
         kind = registry.detect_kind(folder)
         name = name or folder.name
         if not _NAME.match(name):

@@ -17,6 +17,7 @@ from ..errors import PermissionDenied, UserError, WorkspaceMissing
 from ..models import Principal
 from ..store import backup as backups
 from ..store import migrate_at, schema_status_at, upgrade
+from ..userpath import expand_user
 from .workspace import Workspace
 
 SUFFIX = ".wbk"
@@ -83,7 +84,7 @@ def backup(ws: Workspace, out: str | Path, *, force: bool = False,
     if not policy.sees_workspace_totals(who):
         raise PermissionDenied("a backup holds the whole workspace: only an admin (or the local administrator) "
                                "may take one")
-    target = Path(out).expanduser()
+    target = expand_user(out)
     if target.is_dir():
         from datetime import datetime
 
@@ -105,7 +106,7 @@ def restore_backup(file: str | Path, path: str | Path | None = None, *, force: b
                    lock_timeout: float | None = None) -> RestoreReport:
     """Rebuild a workspace at ``path`` from the backup ``file``, verified by its hashes. A folder that
     holds a workspace is replaced only with ``force`` (and never while another process holds it)."""
-    source = Path(file).expanduser()
+    source = expand_user(file)
     if not source.is_file():
         raise UserError(f"no backup at {source}", param="file")
     root = resolve_workspace(path)
