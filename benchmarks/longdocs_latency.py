@@ -2,7 +2,9 @@
 on new query texts (no query-vector cache), in one synthetic workspace (bench.py's), and how
 many passage vectors the workspace holds beside its fragment vectors.
 
-    .venv/bin/python benchmarks/longdocs_latency.py 10000 [--queries 100] [--workdir DIR]
+    .venv/bin/python benchmarks/longdocs_latency.py 10000 [--queries 100] [--workdir DIR] [--feedback]
+
+With ``--feedback`` it compares the default search with dense PRF (``Settings.feedback``) instead.
 
 Fragment and passage vectors are seeded from real section embeddings as bench.py seeds them
 (latency does not depend on the values); query texts are the golden queries with a counter
@@ -34,6 +36,7 @@ def main() -> None:
     ap.add_argument("n", type=int)
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--workdir")
+    ap.add_argument("--feedback", action="store_true", help="without / with dense PRF instead of passages")
     args = ap.parse_args()
     from workbench import Workbench
     from workbench.models import utcnow
@@ -82,7 +85,9 @@ def main() -> None:
                "long_fragments": int(sum(1 for ps in cut if ps)), "windows_s": round(windows_s, 2),
                "vectors_and_passages_build_s": round(build_s, 2)}
         base = Settings(k=10)
-        for label, settings in (("without", replace(base, passages=False)), ("with", base)):
+        pairs = ((("without", base), ("feedback", replace(base, feedback=True))) if args.feedback else
+                 (("without", replace(base, passages=False)), ("with", replace(base, passages=True))))
+        for label, settings in pairs:
             times = []
             for i, (query, who) in enumerate(asks):
                 principal = wb.principal(who)

@@ -13,7 +13,7 @@ from .options import (FLOAT, INT, MultiValueOption, PRINCIPAL_DEFAULT, as_option
 from .render import emit_json, table
 
 PIPELINES = ("hybrid", "bm25", "dense", "fts", "hybrid-rrf", "hybrid-nopriors", "dense-passages", "hybrid-passages",
-             "hybrid-zscore")
+             "hybrid-zscore", "hybrid-prf")
 
 
 def _complete(choices: tuple[str, ...]):
@@ -217,7 +217,7 @@ def trace(id, principal, as_json):
 @click.option("--split", default="test", help="BEIR qrels split (default test)")
 @click.option("--pipeline", cls=MultiValueOption, metavar="NAME...", shell_complete=_complete(PIPELINES),
               help="pipelines, space-separated or repeated: bm25, fts, dense, hybrid, hybrid-rrf, hybrid-nopriors, "
-                   "dense-passages, hybrid-passages, hybrid-zscore "
+                   "dense-passages, hybrid-passages, hybrid-zscore, hybrid-prf "
                    "(default: bm25 dense hybrid)")
 @click.option("--compare", nargs=2, metavar="A B", help="list queries whose top 3 differ between A and B")
 @click.option("--cache", metavar="FILE|URL", help="BEIR embedding cache: a DuckDB file (default ~/.cache/workbench/eval.duckdb) "

@@ -39,6 +39,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     "dense-passages": {"pipeline": "dense", "passages": True},
     "hybrid-passages": {"pipeline": "hybrid", "fusion": "weighted", "passages": True},
     "hybrid-zscore": {"pipeline": "hybrid", "fusion": "zscore"},
+    "hybrid-prf": {"pipeline": "hybrid", "fusion": "weighted", "feedback": True},
 }
 DEFAULT_PIPELINES = ("bm25", "dense", "hybrid")
 CONTEXT_K = 20  # what ``context`` ranks by default

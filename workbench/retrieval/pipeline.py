@@ -30,6 +30,7 @@ import numpy as np
 from ..errors import UserError
 from ..models import Principal, Scope
 from ..rank import calibration
+from ..rank import feedback as rank_feedback
 from ..rank import priors as rank_priors
 from ..rank.fusion import DENSE_WEIGHT, top_k
 from ..rank.maxp import maxp
@@ -95,11 +96,23 @@ def rank(index: SearchIndex, query: str, principal: Principal, settings: Setting
                                 fresh=fresh, authority=authority, priors=settings.priors if with_priors else None,
                                 demoted=demoted, weights=w if with_priors else None, in_persona=in_persona,
                                 pinned=pin_mask)
+    parts = {"lexical": lexical, "dense": dense}
+    if settings.feedback and settings.pipeline in ("hybrid", "dense") and n:
+        # dense PRF: the query moved towards the best-ranked candidate's vector, scored again; "dense"
+        # keeps the query's own cosines (what a confidence reads), "feedback" holds the fused ones
+        moved = rank_feedback.rocchio(qv, index.vectors()[top_k(final, rank_feedback.FEEDBACK_DOCS)])
+        again = _dense(index, moved, candidates, settings, lexical=lexical)
+        parts["feedback"] = with_passages(index, again, moved, candidates) if settings.passages else again
+        fused, final = final_scores(lexical, parts["feedback"], pipeline=settings.pipeline,
+                                    fusion_name=settings.fusion, depth=settings.depth, dense_weight=weight,
+                                    min_score=settings.min_score, fresh=fresh, authority=authority,
+                                    priors=settings.priors if with_priors else None, demoted=demoted,
+                                    weights=w if with_priors else None, in_persona=in_persona, pinned=pin_mask)
     depth = max(settings.depth, settings.k * 3)
     order = [int(i) for i in top_k(final, depth)]   # by score: which pins go first is hits_from's call
     stages["fusion"] = (time.perf_counter() - t) * 1000
     return Ranking(order=order, final=final, pinned=pinned, stages_ms=stages,
-                   parts={"lexical": lexical, "dense": dense, "fused": fused, "freshness": fresh,
+                   parts={**parts, "fused": fused, "freshness": fresh,
                           "authority": authority, "in_persona": in_persona},
                    superseded=superseded, named=named, query=query, query_vector=qv, basis=mask,
                    demoted=demoted, exact=exact, passages=settings.passages)
@@ -391,6 +404,8 @@ def _hit(index: SearchIndex, ranking: Ranking, i: int, position: int, *, top: fl
             scores[signal] = float(p[signal][i])
     if "rerank" in p:
         scores["rerank"] = val(p["rerank"])
+    if "feedback" in p:   # dense PRF: the cosine with the moved query, what the fusion used
+        scores["feedback"] = val(p["feedback"])
     if "in_persona" in p and p["in_persona"].any():   # acting in a persona: was this one scoped to it?
         scores["persona"] = bool(p["in_persona"][i])
     top = _top_score(ranking) if top is None else top

@@ -38,6 +38,7 @@ class Settings:
     rerank_top_n: int = 20
     dense_weight: float | None = None
     passages: bool = False       # MaxP: a long fragment's dense score is its best passage's (rank/maxp.py)
+    feedback: bool = False       # dense PRF: re-score with the query moved towards the top fragment (rank/feedback.py)
     filters: Filters = field(default_factory=Filters)
     persona: str | None = None                    # the persona the caller acts in (a ranking feature only)
     weights: rank_persona.Weights | None = None   # workbench.yaml's ranking weights (None: the built-in rule)
@@ -70,7 +71,7 @@ class Settings:
                 "half_life_days": self.priors.half_life_days, "reranker": self.reranker,
                 "rerank_top_n": self.rerank_top_n, "chunker": CHUNKER_VERSION,
                 "dense_weight": None if self.dense_weight is None else float(self.dense_weight),
-                "passages": self.passages,
+                "passages": self.passages, **({"feedback": True} if self.feedback else {}),
                 "filters": self.filters.to_dict(),
                 **({"persona": self.persona, "weights": self.weights.to_dict()} if self.weights is not None else {})}
 
