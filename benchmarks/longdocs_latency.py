@@ -87,17 +87,18 @@ def main() -> None:
         base = Settings(k=10)
         pairs = ((("without", base), ("feedback", replace(base, feedback=True))) if args.feedback else
                  (("without", replace(base, passages=False)), ("with", replace(base, passages=True))))
-        for label, settings in pairs:
-            times = []
-            for i, (query, who) in enumerate(asks):
-                principal = wb.principal(who)
+        times: dict[str, list[float]] = {label: [] for label, _ in pairs}
+        for i, (query, who) in enumerate(asks):   # the arms interleaved query by query, alternating
+            principal = wb.principal(who)         # which goes first (load and warm-up hit both alike)
+            for label, settings in (pairs if i % 2 == 0 else pairs[::-1]):
                 qv = wb.embedder.encode_query_uncached(query + label)
                 t = time.perf_counter()
                 ranking = rank(index, query, principal, settings, now=now, query_vector=qv)
                 hits_from(index, ranking, settings)
-                times.append((time.perf_counter() - t) * 1000)
-            out[label] = {"p50_ms": round(float(np.percentile(times, 50)), 2),
-                          "p95_ms": round(float(np.percentile(times, 95)), 2)}
+                times[label].append((time.perf_counter() - t) * 1000)
+        for label, got in times.items():
+            out[label] = {"p50_ms": round(float(np.percentile(got, 50)), 2),
+                          "p95_ms": round(float(np.percentile(got, 95)), 2)}
     print(json.dumps(out, indent=2))
     if not args.workdir:
         shutil.rmtree(work, ignore_errors=True)

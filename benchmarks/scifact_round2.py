@@ -46,6 +46,30 @@ def weighted(L, D, w=0.7):
     return w * D + (1 - w) * L / mx
 
 
+def rm3(L: np.ndarray, bm: BM25Matrix, docs: list[np.ndarray], q_ids: list[list[int]], top1: np.ndarray,
+        terms: int = 10) -> np.ndarray:
+    """RM3-like expansion scores: per query, the ``terms`` heaviest (tf share × idf) new terms of its
+    feedback document ``top1[i]``, each term's BM25 weighted by that share, the sum scaled to the
+    query's best BM25 (so a weight lam adds lam × the original scale)."""
+    nd = len(docs)
+    df = np.zeros(bm.vocab_size)
+    tfs = []
+    for d in docs:
+        u, c = np.unique(d, return_counts=True)
+        tfs.append((u, c / max(c.sum(), 1)))
+        df[u] += 1
+    idf = np.log(1 + (nd - df + 0.5) / (df + 0.5))
+    E = np.zeros_like(L)
+    for i in range(len(q_ids)):
+        u, p = tfs[top1[i]]
+        asked = set(q_ids[i])
+        top = sorted(((t, x * idf[t]) for t, x in zip(u, p) if t not in asked), key=lambda x: -x[1])[:terms]
+        total = sum(x for _, x in top) or 1.0
+        for t, x in top:
+            E[i] += (x / total) * bm.scores([int(t)])
+    return E * (L.max(1, keepdims=True) / np.maximum(E.max(1, keepdims=True), 1e-9))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("beir")
@@ -138,24 +162,7 @@ def main() -> None:
     report["dense Rocchio from the top f fused documents"] = cv(per)
     one = {k: v for k, v in per.items() if k == base_key or k[1] == 1}
     report["dense Rocchio, one feedback document (what hybrid-prf ships)"] = cv(one)
-    # RM3-like terms: the 10 heaviest (tf share x idf) new terms of the top fused document, each
-    # term's BM25 weighted by that share, scaled to the query's best BM25, added with weight lam
-    df = np.zeros(len(tid))
-    tfs = []
-    for d in docs:
-        u, c = np.unique(d, return_counts=True)
-        tfs.append((u, c / max(c.sum(), 1)))
-        df[u] += 1
-    idf = np.log(1 + (nd - df + 0.5) / (df + 0.5))
-    E = np.zeros_like(L)
-    for i in range(nq):
-        u, p = tfs[order[i, 0]]
-        new = [(t, x * idf[t]) for t, x in zip(u, p) if t not in set(q_ids[i])]
-        top = sorted(new, key=lambda x: -x[1])[:10]
-        total = sum(x for _, x in top) or 1.0
-        for t, x in top:
-            E[i] += (x / total) * bm.scores([int(t)])
-    E *= L.max(1, keepdims=True) / np.maximum(E.max(1, keepdims=True), 1e-9)
+    E = rm3(L, bm, docs, q_ids, order[:, 0])
     per = {base_key: base}
     D1 = rocchio_many(QV, V[order[:, :1]], 0.5) @ V.T
     for lam in (0.2, 0.4):
@@ -192,6 +199,7 @@ def main() -> None:
     from workbench.retrieval.lexical import tokenize
 
     per = {base_key: base}
+    joint = {base_key: base}
     for name in ("english", "porter"):
         stemmer = Stemmer.Stemmer(name)
         stem = stemmer.stemWords
@@ -204,7 +212,16 @@ def main() -> None:
             Lv = np.stack([m.scores(q).astype(np.float64) for q in tok_q])
             for w in (0.65, 0.7):
                 per[("stemmer", name, k1, b, w)] = ndcg(weighted(Lv, D, w))
+            if (k1, b) in ((1.5, 0.75), (1.2, 0.9)):   # joint: + RM3 and dense Rocchio from the top document
+                top1 = np.argmax(weighted(Lv, D), axis=1)
+                Ev = rm3(Lv, m, tok_docs, tok_q, top1)
+                Dv = rocchio_many(QV, V[top1][:, None], 0.5) @ V.T
+                for a, Dx in ((0, D), (0.5, Dv)):
+                    for lam in (0, 0.2, 0.4):
+                        for w in (0.6, 0.65, 0.7):
+                            joint[("joint", name, k1, b, a, lam, w)] = ndcg(weighted(Lv + lam * Ev, Dx, w))
     report["BM25 tokenizer: Snowball or Porter stems, k1, b"] = cv(per)
+    report["joint: stems, k1, b, RM3 weight, dense Rocchio, dense weight"] = cv(joint)
     if P is not None:
         PD = QV @ P.T
         M = np.stack([maxp(D[i], PD[i], owner) for i in range(nq)])

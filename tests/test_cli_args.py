@@ -221,7 +221,7 @@ def test_completion_knows_commands_options_and_values(ws):
     assert complete(["antipattern"], "") == ["add", "edit"]
     assert "--workspace" in complete(["search", "q"], "--w")
     assert complete(["export"], "cl") == ["claude-md"]
-    assert complete(["eval", "--pipeline"], "hybrid-") == ["hybrid-rrf", "hybrid-nopriors", "hybrid-passages", "hybrid-zscore"]
+    assert complete(["eval", "--pipeline"], "hybrid-") == ["hybrid-rrf", "hybrid-nopriors", "hybrid-passages", "hybrid-zscore", "hybrid-prf"]
     assert complete(["--workspace", str(ws), "list", "--as"], "marco") == ["marco.bianchi"]
     assert complete(["list", "--workspace", str(ws), "--as"], "lena") == ["lena.fischer"]
     assert complete(["completion"], "") == ["bash", "zsh", "fish"]
