@@ -68,10 +68,13 @@ class SearchResult:
     avoid: list[Hit]
     stages_ms: dict[str, float] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)
+    paths: list[str] | None = None        # the work's paths (search --paths / --diff), normalised
 
     def to_dict(self) -> dict[str, Any]:
         data = {"trace_id": self.trace_id, "hits": [h.to_dict() for h in self.hits],
                 "avoid": [h.to_dict() for h in self.avoid]}
+        if self.paths is not None:
+            data["paths"] = self.paths
         if self.trace_id is None and self.settings.get("trace_note"):
             data["trace_note"] = self.settings["trace_note"]
         return data
