@@ -206,7 +206,7 @@ class Retrieval(Feature):
             return workpaths.search_for_work(self, query, work, who, settings, within=within, now=now,
                                              allow_secret=allow_secret, floor=floor, calibrate=calibrate,
                                              include_archived=include_archived, repo=repo,
-                                             path_weight=path_weight, trace=trace)
+                                             path_weight=path_weight, trace=trace, not_stored=TRACE_NOT_STORED)
         got = self.retrieve(query, who, settings, within=within, now=now, allow_secret=allow_secret,
                             min_confidence=floor, calibrate=calibrate, include_archived=include_archived)
         hits, avoid = got.hits, got.avoid

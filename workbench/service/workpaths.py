@@ -167,12 +167,11 @@ def pin_hits(index, pins: list[str], who: Principal, within: Scope | None) -> li
 
 def search_for_work(retrieval, query: str | None, work: list[str], who: Principal, settings, *, within: Scope | None,
                     now, allow_secret: bool, floor: float | None, calibrate: bool, include_archived: bool,
-                    repo: str | None, path_weight: float | None, trace: bool):
+                    repo: str | None, path_weight: float | None, trace: bool, not_stored: str):
     """``search`` with the work's paths: the query's hits (if any) merged with the fragments linked to
     ``work`` and ranked by the rule of rank/paths.py, as ``context`` selects them (pins rank like any
-    hit: no budget to put them first in), each hit with its reason; traced with the paths."""
+    hit: no budget to put them first in), each hit with its reason; traced with the paths (``not_stored``: the note when the trace could not be)."""
     from ..retrieval.results import SearchResult
-    from .search import TRACE_NOT_STORED
     from .served import _served
 
     if query is not None and not (isinstance(query, str) and query.strip()):
@@ -191,5 +190,5 @@ def search_for_work(retrieval, query: str | None, work: list[str], who: Principa
         served = ([_served(h, "hits", query=query) for h in hits] + [_served(h, "avoid", query=query) for h in avoid])
         trace_id = retrieval._trace("search", query or "", who, within, settings, served, now, extra=extra)
         if trace_id is None:
-            info["trace_note"] = TRACE_NOT_STORED
+            info["trace_note"] = not_stored
     return SearchResult(trace_id, query or "", hits, avoid, {}, info, paths=work)
