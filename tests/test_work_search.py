@@ -26,6 +26,9 @@ def paths_ws(backend_config, tmp_path):
                    body="Call the PSP on-call when Stripe charges fail.", extra='applies_to: ["services/payments/**"]\n')
     write_fragment(docs, "ledger-secret", kind="runbook", title="Ledger only", repo="ledger", owner="sofia.okafor",
                    body="Ledger people only.", extra='applies_to: ["services/**"]\n')
+    for fid, repo, owner in (("pay-cites", "payments-api", "marco.bianchi"), ("ledger-cites", "ledger", "sofia.okafor")):
+        write_fragment(docs, fid, title=f"App entry point of {repo}", repo=repo, owner=owner, body="How the app starts.",
+                       extra=f"sources:\n  - {{repo: {repo}, path: src/app.py}}\n")
     with Workbench.open(root) as wb:
         assert not wb.ingest([docs], actor="kb.sync").errors
     return root
@@ -119,3 +122,26 @@ async def test_mcp_search_takes_paths_and_stays_in_scope(sample_workspace):
         other = await client.call_tool("search", {"paths": ["internal/outbox/relay.go"]})
         assert not other.is_error and "tw-" not in json.dumps(other.structured_content)
         assert (await client.call_tool("search", {})).is_error
+
+
+def test_work_paths_as_the_readme_says_other_repositories_globs_absolute_and_dotdot(paths_ws):
+    """Paths match whatever repository a source names; the working scope (and visibility) decides which
+    repository's fragments come. Work paths are normalised; absolute ones, ones leaving the repository and
+    globs (a pattern no shell expanded) are refused with the reason."""
+    from workbench.errors import UserError
+
+    with Workbench.open(paths_ws) as wb:
+        def cited(**kw):
+            composed = wb.context(paths=["src/app.py"], **kw)
+            return {i.hit.id: i.hit.reason for i in composed.fragments}
+
+        assert cited(principal="sofia.okafor") == {"pay-cites": "cites src/app.py", "ledger-cites": "cites src/app.py"}
+        assert cited(principal="sofia.okafor", scope="org=northwind,repo=ledger") == {"ledger-cites": "cites src/app.py"}
+        assert cited(principal="agent.nw-coder") == {"pay-cites": "cites src/app.py"}   # ledger's is not his
+        assert [h.id for h in wb.search(paths=["src/./x/../app.py"], principal="agent.nw-coder").hits] == ["pay-cites"]
+        for bad, why in (("/work/src/app.py", "absolute"), ("../src/app.py", "leaves the repository"),
+                         ("src/*.py", "a glob"), ("services/**", "a glob"), ("src/app?.py", "a glob")):
+            for call in (wb.context, wb.search):
+                with pytest.raises(UserError, match=why):
+                    call(paths=[bad], principal="agent.nw-coder")
+        assert wb.search(paths=["pages/[id].tsx"], principal="agent.nw-coder").hits == []   # a file, not a glob

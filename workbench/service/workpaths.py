@@ -25,6 +25,7 @@ from ..models import Principal, Scope
 from ..rank import paths as rule
 from ..retrieval.pipeline import Hit, Ranking, _hit, _top_score
 
+GLOB_CHARS = ("*", "?")   # a work path naming these is a glob no shell expanded: refused (``[`` is a file's, e.g. [id].tsx)
 INGESTED_TAG = "git"   # git ingest tags its chunks "git" (ingest/git.py) and gives them ids "git.…"
 
 
@@ -41,6 +42,10 @@ def work_paths(paths: Any = None, diff: str | None = None, diff_range: str | Non
             paths = [paths]
         if not isinstance(paths, (list, tuple)) or not all(isinstance(p, str) for p in paths):
             raise UserError("paths must be a list of repository paths", param="paths")
+        globbed = next((p for p in paths if any(c in p for c in GLOB_CHARS)), None)
+        if globbed is not None:
+            raise UserError(f"bad path {globbed[:200]!r}: a glob; paths name the files the work touches (let the "
+                            "shell expand a glob, or give --diff)", param="paths")
         given += list(paths)
     if diff is not None:
         given += diff_paths(diff)
