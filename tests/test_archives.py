@@ -198,3 +198,14 @@ def test_archiving_does_not_make_an_old_observation_look_fresh(archive_ws):
     assert after.fragment.version == 2 and after.fragment.status == "archived"
     assert after.scores["freshness"] == pytest.approx(before.scores["freshness"], abs=1e-3)
     assert after.scores["freshness"] < 0.9
+
+
+def test_search_with_paths_ranks_archived_hits_of_the_query_marked(archive_ws):
+    query = "webhook callbacks timed out during the partner's nightly batch"
+    with Workbench.open(archive_ws) as wb:
+        wb.compress_archives(actor="raj.patel")
+        found = wb.search(query, paths=["internal/outbox/relay.go"], principal="raj.patel", include_archived=True)
+        hit = next(h for h in found.hits if h.id == "tw-obs-t1")
+        assert hit.to_dict()["archived"] is True and hit.reason is None and found.paths == ["internal/outbox/relay.go"]
+        assert "tw-obs-t1" not in [h.id for h in wb.search(query, paths=["internal/outbox/relay.go"],
+                                                            principal="raj.patel").hits]

@@ -96,6 +96,9 @@ def test_cli_search_paths_table_json_diff_and_bad_input(sample_workspace, cli):
     assert shown.returncode == 0, shown.stderr
     line = next(li for li in shown.stdout.splitlines() if "nw-adr-0007-idempotency-keys" in li)
     assert "cites nwpay/api/idempotency.py" in line and " why" in shown.stdout.splitlines()[0]
+    traced = cli("trace", data["trace_id"], "--as", "agent.nw-coder", workspace=sample_workspace).stdout
+    assert "paths: nwpay/api/idempotency.py" in traced
+    assert "nw-adr-0007-idempotency-keys@v" in traced and "why: cites nwpay/api/idempotency.py" in traced
     diff = "--- a/nwpay/money.py\n+++ b/nwpay/money.py\n@@ -1 +1 @@\n-a\n+b\n"
     piped = cli("search", "--diff", "-", "--as", "agent.nw-coder", "--json", input=diff, workspace=sample_workspace)
     assert piped.returncode == 0 and json.loads(piped.stdout)["paths"] == ["nwpay/money.py"], piped.stderr

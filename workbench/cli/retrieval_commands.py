@@ -225,6 +225,8 @@ def trace(id, principal, as_json):
           + (f" in {data['scope']}" if data["scope"] else ""))
     print(f"query: {data['query']}")
     s = data["settings"]
+    if s.get("paths"):
+        print(f"paths: {', '.join(map(str, s['paths']))} (path weight {s.get('path_weight')})")
     print(f"pipeline: {s.get('pipeline')} fusion={s.get('fusion')} lexical={s.get('lexical')} model={s.get('model')} "
           f"chunker={s.get('chunker')}")
     print(table(["section", "rank", "id", "version", "score", "title"],
@@ -233,6 +235,8 @@ def trace(id, principal, as_json):
     for i in data["served"]:   # where an answer came from: archived sources, a compressed summary's sentences
         if i.get("archived"):
             print(f"{i['id']}@v{i['version']} is archived (served with --include-archived)")
+        if i.get("reason"):
+            print(f"{i['id']}@v{i['version']} why: {i['reason']}")
         for src in i.get("from", ()):
             print(f"{i['id']}@v{i['version']} from {src['source']}: {src['sentence']}")
     if data["hidden"]:
