@@ -23,11 +23,14 @@ def paths_ws(backend_config, tmp_path):
     Workbench.init(root, config=backend_config).close()
     docs = tmp_path / "docs"
     write_fragment(docs, "pay-runbook", kind="runbook", title="Payments runbook",
-                   body="Call the PSP on-call when Stripe charges fail.", extra='applies_to: ["services/payments/**"]\n')
+                   body="Call the PSP on-call when Stripe charges fail.",
+                   extra='applies_to: ["services/payments/**"]\n')
     write_fragment(docs, "ledger-secret", kind="runbook", title="Ledger only", repo="ledger", owner="sofia.okafor",
                    body="Ledger people only.", extra='applies_to: ["services/**"]\n')
-    for fid, repo, owner in (("pay-cites", "payments-api", "marco.bianchi"), ("ledger-cites", "ledger", "sofia.okafor")):
-        write_fragment(docs, fid, title=f"App entry point of {repo}", repo=repo, owner=owner, body="How the app starts.",
+    for fid, repo, owner in (("pay-cites", "payments-api", "marco.bianchi"),
+                             ("ledger-cites", "ledger", "sofia.okafor")):
+        write_fragment(docs, fid, title=f"App entry point of {repo}", repo=repo, owner=owner,
+                       body="How the app starts.",
                        extra=f"sources:\n  - {{repo: {repo}, path: src/app.py}}\n")
     with Workbench.open(root) as wb:
         assert not wb.ingest([docs], actor="kb.sync").errors
@@ -139,7 +142,8 @@ def test_work_paths_as_the_readme_says_other_repositories_globs_absolute_and_dot
             return {i.hit.id: i.hit.reason for i in composed.fragments}
 
         assert cited(principal="sofia.okafor") == {"pay-cites": "cites src/app.py", "ledger-cites": "cites src/app.py"}
-        assert cited(principal="sofia.okafor", scope="org=northwind,repo=ledger") == {"ledger-cites": "cites src/app.py"}
+        assert cited(principal="sofia.okafor", scope="org=northwind,repo=ledger") == \
+            {"ledger-cites": "cites src/app.py"}
         assert cited(principal="agent.nw-coder") == {"pay-cites": "cites src/app.py"}   # ledger's is not his
         assert [h.id for h in wb.search(paths=["src/./x/../app.py"], principal="agent.nw-coder").hits] == ["pay-cites"]
         for bad, why in (("/work/src/app.py", "absolute"), ("../src/app.py", "leaves the repository"),

@@ -39,7 +39,8 @@ LOCAL = {"server", "bench", "completion", "init", "restore-backup",
 FACES = {"tui", "serve", "mcp"}
 # Parameters that name files or folders on the disk of the process that runs the command.
 SERVER_PATHS = {"ingest": ("paths", "git"), "model add": ("path",), "export-files": ("dir",),
-                "search": ("rerank", "repo"), "context": ("rerank", "repo"), "eval": ("golden", "beir", "compare", "cache"), "export": ("out",),
+                "search": ("rerank", "repo"), "context": ("rerank", "repo"),
+                "eval": ("golden", "beir", "compare", "cache"), "export": ("out",),
                 "import-bundle": ("dir",), "check": ("golden", "baseline", "update_baseline"),
                 "edit": ("golden",), "backup": ("out",), "calibrate": ("golden",)}
 # Git ranges read in a repository on that disk (--diff RANGE; '-', a diff on stdin, travels with the command).

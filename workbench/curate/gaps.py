@@ -1,12 +1,13 @@
 """Gaps: questions agents asked that got nothing useful, grouped by meaning.
 
-A call given only the work's paths (context or search ``--paths``/``--diff``, no query) asks
-"paths: a, b" (``question``). A traced call is a gap when it abstained (a context call that served nothing but pins: recorded
+A traced call is a gap when it abstained (a context call that served nothing but pins: recorded
 as ``abstained`` in its settings since the gap report exists, inferred from what it served for
 older traces; a search that served nothing) or when every fragment it served, pins aside, had a
 calibrated confidence below the floor (the one the call recorded, else the workspace's).
-Near-identical questions are grouped (``rank.clusters``) and each group is reported with its
-count, principals, scopes, first and last time asked and a few example questions.
+A call given only the work's paths (context or search ``--paths``/``--diff``, no query) asks
+"paths: a, b" (``question``). Near-identical questions are grouped (``rank.clusters``) and each
+group is reported with its count, principals, scopes, first and last time asked and a few example
+questions.
 
 Pure: the caller passes light trace rows (``Store.gap_candidates``), already filtered by policy,
 and the query vectors; no store and no model here. Who may see which call is policy.py's.

@@ -51,7 +51,8 @@ def _hit_row(h: Hit) -> list[Any]:
     s = h.scores
     fmt = lambda v: "" if v is None else (f"{v:.3f}" if isinstance(v, float) else v)  # noqa: E731
     title = h.fragment.title + (" [archived]" if h.fragment.status == "archived" else "")
-    return [h.rank, h.id, h.fragment.kind, title, f"{h.score:.3f}", "…" if h.confidence is None else f"{h.confidence:.2f}",
+    return [h.rank, h.id, h.fragment.kind, title, f"{h.score:.3f}",
+            "…" if h.confidence is None else f"{h.confidence:.2f}",
             fmt(s.get("lexical")), fmt(s.get("dense")), fmt(s.get("freshness")), fmt(s.get("authority")),
             "📌" if s.get("pinned") else "", str(h.fragment.scope), h.superseded_label() or ""]
 

@@ -25,7 +25,8 @@ from ..models import Principal, Scope
 from ..rank import paths as rule
 from ..retrieval.pipeline import Hit, Ranking, _hit, _top_score
 
-GLOB_CHARS = ("*", "?")   # a work path naming these is a glob no shell expanded: refused (``[`` is a file's, e.g. [id].tsx)
+# A work path holding these is a glob no shell expanded: refused (``[`` is a file's: Next.js' [id].tsx).
+GLOB_CHARS = ("*", "?")
 INGESTED_TAG = "git"   # git ingest tags its chunks "git" (ingest/git.py) and gives them ids "git.…"
 
 
@@ -175,7 +176,8 @@ def search_for_work(retrieval, query: str | None, work: list[str], who: Principa
                     repo: str | None, path_weight: float | None, trace: bool, not_stored: str):
     """``search`` with the work's paths: the query's hits (if any) merged with the fragments linked to
     ``work`` and ranked by the rule of rank/paths.py, as ``context`` selects them (pins rank like any
-    hit: no budget to put them first in), each hit with its reason; traced with the paths (``not_stored``: the note when the trace could not be)."""
+    hit: no budget to put them first in), each hit with its reason; traced with the paths
+    (``not_stored``: the note when the trace could not be)."""
     from ..retrieval.results import SearchResult
     from .served import _served
 
