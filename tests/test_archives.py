@@ -100,6 +100,8 @@ def test_archived_sources_found_only_when_asked_only_in_scope_and_traced(archive
         assert hit.to_dict()["archived"] is True
         item = next(i for i in wb.trace(wide.trace_id, principal="raj.patel")["served"] if i["id"] == "tw-obs-t1")
         assert item["archived"] is True and item["version"] == 2
+        assert "\\[archived\\]" in wide._repr_markdown_() and "[archived]" in wide._repr_html_()   # notebooks
+        assert "archived" not in plain._repr_markdown_()
         # another org's archived observation never appears, however it is asked for
         for who, q in (("raj.patel", "Quokka Bank ledger reconciliation drifted by 3 cents"),
                        ("marco.bianchi", query)):
@@ -110,7 +112,9 @@ def test_archived_sources_found_only_when_asked_only_in_scope_and_traced(archive
                                                                    principal="sofia.okafor", include_archived=True).hits]
 
         server = build_server(wb, "raj.patel")
-        found = asyncio.run(server.call_tool("search", {"query": query, "k": 10, "archived": True})).structured_content
+        called = asyncio.run(server.call_tool("search", {"query": query, "k": 10, "archived": True}))
+        found = called.structured_content
+        assert any("tw-obs-t1@v2" in line and "archived" in line for line in called.content[0].text.splitlines())
         assert {"id": "tw-obs-t1", "archived": True}.items() <= next(
             h for h in found["hits"] if h["id"] == "tw-obs-t1").items()
         default = asyncio.run(server.call_tool("search", {"query": query, "k": 10})).structured_content
@@ -121,6 +125,8 @@ def test_archived_sources_found_only_when_asked_only_in_scope_and_traced(archive
     assert next(h for h in json.loads(done.stdout)["hits"] if h["id"] == "tw-obs-t1")["archived"] is True
     shown = run_cli("trace", "last", "--as", "raj.patel", workspace=archive_ws)
     assert "tw-obs-t1@v2 is archived" in shown.stdout
+    table = run_cli("search", query, "--include-archived", "--as", "raj.patel", workspace=archive_ws).stdout
+    assert any("tw-obs-t1" in line and "[archived]" in line for line in table.splitlines())
     shown = run_cli("search", query, "--as", "raj.patel", workspace=archive_ws)
     assert "tw-obs-t1" not in shown.stdout
     assert f"{summary}@v1 from tw-obs-t1@v1" in run_cli("trace", "last", "--as", "raj.patel",
@@ -178,3 +184,28 @@ def test_the_sample_compresses_its_dispatch_observations(sample_workspace_templa
     entries = load_golden(SAMPLE / "golden.yaml", archived=True)
     assert len(entries) >= 5 and all(e["relevant"][0] in {r.split("@v")[0] for r in refs} for e in entries)
     assert not any(q.get("archived") for q in load_golden(SAMPLE / "golden.yaml"))
+
+
+def test_archiving_does_not_make_an_old_observation_look_fresh(archive_ws):
+    """An archived hit's freshness prior counts from its last content version, not from when it was
+    archived (the archive is a status change, a newer version with the same text)."""
+    query = "webhook callbacks timed out during the partner's nightly batch"
+    with Workbench.open(archive_ws) as wb:
+        before = next(h for h in wb.search(query, principal="raj.patel", k=10).hits if h.id == "tw-obs-t1")
+        wb.compress_archives(actor="raj.patel")
+        after = next(h for h in wb.search(query, principal="raj.patel", k=10, include_archived=True).hits
+                     if h.id == "tw-obs-t1")
+    assert after.fragment.version == 2 and after.fragment.status == "archived"
+    assert after.scores["freshness"] == pytest.approx(before.scores["freshness"], abs=1e-3)
+    assert after.scores["freshness"] < 0.9
+
+
+def test_search_with_paths_ranks_archived_hits_of_the_query_marked(archive_ws):
+    query = "webhook callbacks timed out during the partner's nightly batch"
+    with Workbench.open(archive_ws) as wb:
+        wb.compress_archives(actor="raj.patel")
+        found = wb.search(query, paths=["internal/outbox/relay.go"], principal="raj.patel", include_archived=True)
+        hit = next(h for h in found.hits if h.id == "tw-obs-t1")
+        assert hit.to_dict()["archived"] is True and hit.reason is None and found.paths == ["internal/outbox/relay.go"]
+        assert "tw-obs-t1" not in [h.id for h in wb.search(query, paths=["internal/outbox/relay.go"],
+                                                            principal="raj.patel").hits]

@@ -29,7 +29,8 @@ async def test_tools_search_get_context_with_scope_and_errors(sample_workspace):
         assert names == ["context", "get", "propose", "search"]
         search = next(t for t in tools.tools if t.name == "search")
         assert set(search.input_schema["properties"]) == {"query", "k", "kind", "tag", "owner", "updated_since",
-                                                          "dense_weight", "min_confidence", "persona", "archived"}
+                                                          "dense_weight", "min_confidence", "persona", "archived",
+                                                          "paths", "diff"}
         for tool in tools.tools:  # propose stores a proposal for review: the one tool that is not read-only
             assert tool.title and tool.annotations.read_only_hint is (tool.name != "propose")
             assert tool.output_schema["properties"]

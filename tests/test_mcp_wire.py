@@ -180,11 +180,11 @@ def test_every_tool_has_a_title_annotations_bounded_described_parameters_and_an_
                     (name, pname, prop)
 
     search, context, get = (tools[n]["inputSchema"]["properties"] for n in ("search", "context", "get"))
-    assert tools["search"]["inputSchema"]["required"] == ["query"]
-    # context takes a query, paths or a diff (any one of them): none is required by the schema itself
-    assert "query" not in tools["context"]["inputSchema"].get("required", [])
-    assert {"query", "paths", "diff"} <= set(context)
-    assert (search["query"]["minLength"], search["query"]["maxLength"]) == (1, 4000)
+    # search and context take a query, paths or a diff (any one of them): none is required by the schema itself
+    for name, props in (("search", search), ("context", context)):
+        assert "query" not in tools[name]["inputSchema"].get("required", [])
+        assert {"query", "paths", "diff"} <= set(props)
+    assert (_prop(search["query"])["minLength"], _prop(search["query"])["maxLength"]) == (1, 4000)
     assert (search["k"]["minimum"], search["k"]["maximum"], search["k"]["default"]) == (1, 100, 10)
     assert (context["budget"]["minimum"], context["budget"]["maximum"]) == (1, 200_000)
     for props in (search, context):

@@ -57,8 +57,11 @@ def test_the_document_is_valid_openapi_3_1_and_covers_every_command():
 def test_parameters_are_typed_from_the_commands_own_options():
     doc = document()
     search = doc["paths"]["/api/v1/search"]["post"]["requestBody"]["content"]["application/json"]["schema"]
-    assert search["required"] == ["query"] and search["additionalProperties"] is False
+    assert "required" not in search and search["additionalProperties"] is False   # the query, or --paths
+    show = doc["paths"]["/api/v1/show"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert show["required"] == ["id"]
     props = search["properties"]
+    assert props["paths"]["type"] == "array"
     assert props["k"]["type"] == "integer" and props["dense_weight"]["type"] == "number"
     assert props["explain"]["type"] == "boolean" and props["kind"]["type"] == "array"
     propose = doc["paths"]["/api/v1/propose"]["post"]["requestBody"]["content"]["application/json"]["schema"]
@@ -69,7 +72,8 @@ def test_parameters_are_typed_from_the_commands_own_options():
         "properties"]["compare"]
     assert (compare["minItems"], compare["maxItems"]) == (2, 2)
     query = {p["name"]: p for p in doc["paths"]["/api/v1/search"]["get"]["parameters"]}
-    assert query["query"]["required"] and query["kind"]["explode"] is True
+    assert not query["query"]["required"] and query["kind"]["explode"] is True
+    assert {p["name"]: p for p in doc["paths"]["/api/v1/show"]["get"]["parameters"]}["id"]["required"]
     answer = doc["paths"]["/api/v1/search"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
     assert set(answer["required"]) == {"trace_id", "hits", "avoid"}
     assert doc["paths"]["/api/v1/search"]["get"]["responses"]["400"]["content"]["application/json"]["schema"] == \

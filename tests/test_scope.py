@@ -48,7 +48,7 @@ def scoped(request, tmp_path_factory):
         (src / scope.org).mkdir(parents=True, exist_ok=True)
         (src / scope.org / f"{fid(scope)}.md").write_text(
             f"---\nid: {fid(scope)}\nkind: note\ntitle: note in {scope}\nscope: {{{', '.join(lines)}}}\n"
-            f"owner: {OWNERS[scope.org]}\n---\n\nshared words about deploys in {scope}\n")
+            f"owner: {OWNERS[scope.org]}\napplies_to: [\"deploy/**\"]\n---\n\nshared words about deploys in {scope}\n")
     bench = Workbench.init(root, config=config_for(request.param, request, root.parent / "config"))
     added = 0
     for org, owner in OWNERS.items():  # each org's owner writes their own org's fragments (sessions too)
@@ -149,6 +149,23 @@ def test_search_context_and_traces_never_leak(scoped, principal, words, k, pipel
             continue
         with pytest.raises(NotFound, match="unknown trace"):
             scoped.trace(result.trace_id, principal=viewer)
+
+
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(principal=principals, words=st.lists(st.sampled_from(WORDS), max_size=3))
+def test_search_and_context_by_paths_serve_exactly_what_the_caller_sees(scoped, principal, words):
+    """Every fragment applies to deploy/**: search by paths (with or without a query) serves exactly the
+    caller's visible fragments (the published ones to a subscriber's member), context a subset."""
+    expected = expected_for(principal)
+    query = " ".join(words) or None
+    result = scoped.search(query, paths=["deploy/app.yaml"], principal=principal, k=100, pipeline="bm25",
+                           calibrate=False)
+    served = {h.id for h in result.hits + result.avoid}
+    assert served == expected if len(expected) <= 100 else served <= expected
+    assert all(h.reason == "applies to deploy/**" for h in result.hits)
+    ctx = scoped.context(query, paths=["deploy/app.yaml"], principal=principal, budget=400)
+    assert {i.hit.id for i in ctx.fragments + ctx.avoid} <= expected
+    assert {i["id"] for i in scoped.trace(result.trace_id, principal=principal)["served"]} == served
 
 
 def _lexical_matches(bench, query: str) -> set[str]:

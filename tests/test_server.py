@@ -211,6 +211,12 @@ def test_paths_on_the_server_need_an_admin_token(team, tmp_path):
                                    token=tokens["admin"])
     assert status == 200 and body["files"] > 0, body
     assert any((tmp_path / "out").rglob("*.md"))
+    for command in ("search", "context"):   # a git range is read on the server's disk; paths are only names
+        status, body, _ = running.call("POST", f"/api/v1/{command}", {"diff": "HEAD~1..HEAD"}, token=tokens["agent"])
+        assert status == 400 and "admin token" in body["error"], body
+        status, body, _ = running.call("POST", f"/api/v1/{command}", {"paths": ["nwpay/api/idempotency.py"]},
+                                       token=tokens["agent"])
+        assert status == 200 and body["paths"] == ["nwpay/api/idempotency.py"], body
 
 
 def test_calibrate_goes_through_the_server_for_an_admin(team, tmp_path, monkeypatch):

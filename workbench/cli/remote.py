@@ -38,10 +38,13 @@ LOCAL = {"server", "bench", "completion", "init", "restore-backup",
 # Faces that hold a session of their own: run here (as clients of the server when one runs).
 FACES = {"tui", "serve", "mcp"}
 # Parameters that name files or folders on the disk of the process that runs the command.
-SERVER_PATHS = {"ingest": ("paths", "git"), "model add": ("path",), "export-files": ("dir",), "search": ("rerank",),
-                "context": ("rerank", "repo"), "eval": ("golden", "beir", "compare", "cache"), "export": ("out",),
+SERVER_PATHS = {"ingest": ("paths", "git"), "model add": ("path",), "export-files": ("dir",),
+                "search": ("rerank", "repo"), "context": ("rerank", "repo"),
+                "eval": ("golden", "beir", "compare", "cache"), "export": ("out",),
                 "import-bundle": ("dir",), "check": ("golden", "baseline", "update_baseline"),
                 "edit": ("golden",), "backup": ("out",), "calibrate": ("golden",)}
+# Git ranges read in a repository on that disk (--diff RANGE; '-', a diff on stdin, travels with the command).
+SERVER_RANGES = {"search": ("diff",), "context": ("diff",)}
 TIMEOUT_S = float(os.environ.get("WORKBENCH_CLIENT_TIMEOUT", "600"))
 # Commands whose --file the caller reads and sends (the file is on the caller's machine).
 FILE_COMMANDS = {"edit", "propose", "accept"}
@@ -241,6 +244,14 @@ def prepare_served(ctx, path: str, served: Served) -> None:
             raise UserError(f"`workbench {name}` with a path reads or writes files on the server: it needs an "
                             "admin token (or run it where the server runs)", param=param)
         params[param] = _absolute(value, served.cwd)
+    for param in SERVER_RANGES.get(name, ()):
+        if params.get(param) in (None, "", "-"):
+            continue
+        if not served.admin:
+            raise UserError(f"`workbench {name} --{param} RANGE` reads a git repository on the server: it needs an "
+                            "admin token (or pipe the diff: --diff -)", param=param)
+        if not params.get("repo") and served.cwd:
+            params["repo"] = served.cwd   # the caller's folder, as on the command line
 
 
 def _absolute(value, cwd: str | None):

@@ -72,80 +72,27 @@ def _fmt(v) -> str:
     return f"{v:.3f}" if isinstance(v, float) else str(v)
 
 
-@command("search", "Hybrid search over the fragments a principal can see.",
-         "workbench search \"charged twice when the client retries\" --as agent.nw-coder --explain")
-@retrieval_options
-@click.option("-k", "k", type=INT, default=10, help="number of hits (default 10)")
-@click.option("--lexical", default="bm25", help="lexical backend: bm25 (default; bm25s is an alias) or duckdb-fts",
-              shell_complete=_complete(("bm25", "duckdb-fts")))
-@click.option("--fusion", default="weighted", help="fusion: weighted (default) or rrf",
-              shell_complete=_complete(("weighted", "rrf")))
-@click.option("--dense", default="numpy", help="dense path: numpy (default, exact), int8 (quantised scan, its "
-              "top candidates re-scored exactly: for large workspaces) or duckdb (exact SQL scan)",
-              shell_complete=_complete(("numpy", "int8", "duckdb")))
-@click.option("--explain", is_flag=True, help="show each hit's score breakdown and stage timings")
-@click.option("--min-confidence", type=FLOAT, metavar="C",
-              help="drop hits whose calibrated confidence is below C, 0..1 (default: keep all; pins stay)")
-@click.option("--include-archived", is_flag=True,
-              help="also rank archived fragments (compressed observations, retired decisions), marked archived")
-def search(query, principal, scope, pipeline, min_score, rerank, allow_secret, kind, tag, owner, updated_since,
-           dense_weight, persona, as_json, k, lexical, fusion, dense, explain, min_confidence, include_archived):
-    with open_workbench() as wb:
-        result = wb.search(query, principal=principal, k=k, pipeline=pipeline, lexical=lexical, fusion=fusion,
-                           dense=dense, scope=scope, min_score=min_score, reranker=rerank, allow_secret=allow_secret,
-                           include_archived=include_archived,
-                           **_filters(kind, tag, owner, updated_since, dense_weight, min_confidence, persona))
-    if as_json:
-        emit_json(result.to_dict())
-        return
-    cols = ["#", "id", "kind", "title", "score", "conf"]
-    extra = ["lexical", "dense", "coverage", "fused", "freshness", "authority", "pinned"] if explain else ["scope"]
-    if explain and result.settings.get("persona"):
-        extra.append("persona")
-
-    def row(h):
-        title = h.fragment.title if not h.superseded_by else f"{h.fragment.title} [{h.superseded_label()}]"
-        title = title + " [archived]" if h.fragment.status == "archived" else title
-        base = [str(h.rank), h.id, h.fragment.kind, title, _fmt(h.score),
-                "…" if h.confidence is None else f"{h.confidence:.2f}"]
-        where = str(h.fragment.scope) + (f" via {h.via}" if h.via else "")
-        return base + ([_fmt(h.scores.get(c)) for c in extra] if explain else [where])
-
-    print(table(cols + extra, (row(h) for h in result.hits)) if result.hits else "no hits")
-    if result.avoid:
-        print("\navoid (anti-patterns that match):")
-        print(table(cols + extra, (row(h) for h in result.avoid)))
-    for h in [*result.hits, *result.avoid]:
-        if h.superseded_by:
-            print(f"\n{h.id} is {h.superseded_label()}")
-    if explain:
-        print("\nstages (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in result.stages_ms.items()))
-        print("settings: " + ", ".join(f"{k}={v}" for k, v in result.settings.items() if k != "half_life_days"))
-    print(f"\ntrace {result.trace_id or 'not stored (read-only workspace)'}")
+def work_options(fn):
+    """--paths, --diff, --repo and --path-weight: what search and context take about the work at hand."""
+    for decorate in reversed([
+        click.option("--paths", cls=MultiValueOption, metavar="FILE...",
+                     help="repository paths the work touches (space-separated or repeated): adds the fragments "
+                          "that apply to, cite or were ingested from them; the query becomes optional"),
+        click.option("--diff", "diff", metavar="RANGE|-",
+                     help="the files a git range changed (git diff --name-status RANGE in --repo, e.g. "
+                          "HEAD~1..HEAD), or '-': a unified diff on standard input"),
+        click.option("--repo", metavar="DIR", type=click.Path(),
+                     help="the git repository of --diff RANGE and of CODEOWNERS (default: the working folder)"),
+        click.option("--path-weight", type=FLOAT, metavar="W",
+                     help="weight of the path score against the query's relevance, 0..1 (default 0.6)"),
+    ]):
+        fn = decorate(fn)
+    return fn
 
 
-@command("context", "Compose budgeted, cited context for an agent: pins, ranked fragments, then 'avoid'; with "
-         "--paths or --diff, also what governs the files the work touches (each with its reason).",
-         "workbench context \"how do I roll back a bad deploy\" --as dan.kowalski --budget 1500\n"
-         "workbench context --paths nwpay/api/idempotency.py --as agent.nw-coder\n"
-         "git diff main | workbench context \"add a refund endpoint\" --diff - --as agent.nw-coder")
-@retrieval_options(query_required=False)
-@click.option("--budget", type=INT, default=3200, help="token budget (default 3200, model tokenizer)")
-@click.option("--min-confidence", type=FLOAT, metavar="C",
-              help="leave out fragments whose calibrated confidence is below C, 0..1 (default: confidence_floor "
-                   "of workbench.yaml, else the calibrated floor; pins always stay)")
-@click.option("--paths", cls=MultiValueOption, metavar="FILE...",
-              help="repository paths the work touches (space-separated or repeated): adds the fragments that "
-                   "apply to, cite or were ingested from them; the query becomes optional")
-@click.option("--diff", "diff", metavar="RANGE|-",
-              help="the files a git range changed (git diff --name-status RANGE in --repo, e.g. HEAD~1..HEAD), "
-                   "or '-': a unified diff on standard input")
-@click.option("--repo", metavar="DIR", type=click.Path(),
-              help="the git repository of --diff RANGE and of CODEOWNERS (default: the working folder)")
-@click.option("--path-weight", type=FLOAT, metavar="W",
-              help="weight of the path score against the query's relevance, 0..1 (default 0.6)")
-def context(query, principal, scope, pipeline, min_score, rerank, allow_secret, kind, tag, owner, updated_since,
-            dense_weight, persona, as_json, budget, min_confidence, paths, diff, repo, path_weight):
+def _work(query, paths, diff, repo, path_weight) -> dict:
+    """The core's work arguments from the options (a diff on stdin read here); UserError without a
+    query and without paths or a diff."""
     from ..errors import UserError
 
     work: dict = {}
@@ -163,6 +110,88 @@ def context(query, principal, scope, pipeline, min_score, rerank, allow_secret, 
         work["path_weight"] = path_weight
     if query is None and not ({"paths", "diff", "diff_range"} & set(work)):
         raise UserError("give a QUERY, --paths FILE... or --diff RANGE|- (or several)")
+    return work
+
+
+@command("search", "Hybrid search over the fragments a principal can see; with --paths or --diff, also what "
+         "governs the files the work touches (each hit with its reason).",
+         "workbench search \"charged twice when the client retries\" --as agent.nw-coder --explain\n"
+         "workbench search --paths nwpay/api/idempotency.py --as agent.nw-coder\n"
+         "workbench search \"retries\" --paths nwpay/http/retry.py --as marco.bianchi --json")
+@retrieval_options(query_required=False)
+@click.option("-k", "k", type=INT, default=10, help="number of hits (default 10)")
+@click.option("--lexical", default="bm25", help="lexical backend: bm25 (default; bm25s is an alias) or duckdb-fts",
+              shell_complete=_complete(("bm25", "duckdb-fts")))
+@click.option("--fusion", default="weighted", help="fusion: weighted (default) or rrf",
+              shell_complete=_complete(("weighted", "rrf")))
+@click.option("--dense", default="numpy", help="dense path: numpy (default, exact), int8 (quantised scan, its "
+              "top candidates re-scored exactly: for large workspaces) or duckdb (exact SQL scan)",
+              shell_complete=_complete(("numpy", "int8", "duckdb")))
+@click.option("--explain", is_flag=True, help="show each hit's score breakdown and stage timings")
+@click.option("--min-confidence", type=FLOAT, metavar="C",
+              help="drop hits whose calibrated confidence is below C, 0..1 (default: keep all; pins stay)")
+@click.option("--include-archived", is_flag=True,
+              help="also rank archived fragments (compressed observations, retired decisions), marked archived")
+@work_options
+def search(query, principal, scope, pipeline, min_score, rerank, allow_secret, kind, tag, owner, updated_since,
+           dense_weight, persona, as_json, k, lexical, fusion, dense, explain, min_confidence, include_archived,
+           paths, diff, repo, path_weight):
+    work = _work(query, paths, diff, repo, path_weight)
+    with open_workbench() as wb:
+        result = wb.search(query, principal=principal, k=k, pipeline=pipeline, lexical=lexical, fusion=fusion,
+                           dense=dense, scope=scope, min_score=min_score, reranker=rerank, allow_secret=allow_secret,
+                           **({"include_archived": True} if include_archived else {}), **work,
+                           **_filters(kind, tag, owner, updated_since, dense_weight, min_confidence, persona))
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    cols = ["#", "id", "kind", "title", "score", "conf"]
+    extra = ["lexical", "dense", "coverage", "fused", "freshness", "authority", "pinned"] if explain else ["scope"]
+    if explain and result.settings.get("persona"):
+        extra.append("persona")
+    if explain and result.paths is not None:
+        extra += ["path", "relevance"]
+    if result.paths is not None:
+        extra.append("why")
+
+    def row(h):
+        title = h.fragment.title if not h.superseded_by else f"{h.fragment.title} [{h.superseded_label()}]"
+        title = title + " [archived]" if h.fragment.status == "archived" else title
+        base = [str(h.rank), h.id, h.fragment.kind, title, _fmt(h.score),
+                "…" if h.confidence is None else f"{h.confidence:.2f}"]
+        where = str(h.fragment.scope) + (f" via {h.via}" if h.via else "")
+        cells = [_fmt(h.scores.get(c)) for c in extra if c != "why"] if explain else [where]
+        return base + cells + ([h.reason or "query"] if result.paths is not None else [])
+
+    print(table(cols + extra, (row(h) for h in result.hits)) if result.hits else
+          "no hits" + (f" (nothing in scope is linked to {len(result.paths)} paths)" if result.paths else ""))
+    if result.avoid:
+        print("\navoid (anti-patterns that match):")
+        print(table(cols + extra, (row(h) for h in result.avoid)))
+    for h in [*result.hits, *result.avoid]:
+        if h.superseded_by:
+            print(f"\n{h.id} is {h.superseded_label()}")
+    if explain and result.stages_ms:
+        print("\nstages (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in result.stages_ms.items()))
+    if explain:
+        print("settings: " + ", ".join(f"{k}={v}" for k, v in result.settings.items() if k != "half_life_days"))
+    print(f"\ntrace {result.trace_id or 'not stored (read-only workspace)'}")
+
+
+@command("context", "Compose budgeted, cited context for an agent: pins, ranked fragments, then 'avoid'; with "
+         "--paths or --diff, also what governs the files the work touches (each with its reason).",
+         "workbench context \"how do I roll back a bad deploy\" --as dan.kowalski --budget 1500\n"
+         "workbench context --paths nwpay/api/idempotency.py --as agent.nw-coder\n"
+         "git diff main | workbench context \"add a refund endpoint\" --diff - --as agent.nw-coder")
+@retrieval_options(query_required=False)
+@click.option("--budget", type=INT, default=3200, help="token budget (default 3200, model tokenizer)")
+@click.option("--min-confidence", type=FLOAT, metavar="C",
+              help="leave out fragments whose calibrated confidence is below C, 0..1 (default: confidence_floor "
+                   "of workbench.yaml, else the calibrated floor; pins always stay)")
+@work_options
+def context(query, principal, scope, pipeline, min_score, rerank, allow_secret, kind, tag, owner, updated_since,
+            dense_weight, persona, as_json, budget, min_confidence, paths, diff, repo, path_weight):
+    work = _work(query, paths, diff, repo, path_weight)
     with open_workbench() as wb:
         result = wb.context(query, principal=principal, budget=budget, scope=scope, pipeline=pipeline,
                             min_score=min_score, reranker=rerank, allow_secret=allow_secret, **work,
@@ -196,6 +225,8 @@ def trace(id, principal, as_json):
           + (f" in {data['scope']}" if data["scope"] else ""))
     print(f"query: {data['query']}")
     s = data["settings"]
+    if s.get("paths"):
+        print(f"paths: {', '.join(map(str, s['paths']))} (path weight {s.get('path_weight')})")
     print(f"pipeline: {s.get('pipeline')} fusion={s.get('fusion')} lexical={s.get('lexical')} model={s.get('model')} "
           f"chunker={s.get('chunker')}")
     print(table(["section", "rank", "id", "version", "score", "title"],
@@ -204,6 +235,8 @@ def trace(id, principal, as_json):
     for i in data["served"]:   # where an answer came from: archived sources, a compressed summary's sentences
         if i.get("archived"):
             print(f"{i['id']}@v{i['version']} is archived (served with --include-archived)")
+        if i.get("reason"):
+            print(f"{i['id']}@v{i['version']} why: {i['reason']}")
         for src in i.get("from", ()):
             print(f"{i['id']}@v{i['version']} from {src['source']}: {src['sentence']}")
     if data["hidden"]:

@@ -4,8 +4,10 @@ A traced call is a gap when it abstained (a context call that served nothing but
 as ``abstained`` in its settings since the gap report exists, inferred from what it served for
 older traces; a search that served nothing) or when every fragment it served, pins aside, had a
 calibrated confidence below the floor (the one the call recorded, else the workspace's).
-Near-identical questions are grouped (``rank.clusters``) and each group is reported with its
-count, principals, scopes, first and last time asked and a few example questions.
+A call given only the work's paths (context or search ``--paths``/``--diff``, no query) asks
+"paths: a, b" (``question``). Near-identical questions are grouped (``rank.clusters``) and each
+group is reported with its count, principals, scopes, first and last time asked and a few example
+questions.
 
 Pure: the caller passes light trace rows (``Store.gap_candidates``), already filtered by policy,
 and the query vectors; no store and no model here. Who may see which call is policy.py's.
@@ -29,6 +31,7 @@ ABSTAINED, LOW_CONFIDENCE = "abstained", "low confidence"
 # (accepted) or created as a fragment while it does (service/proposals.py, service/curation.py).
 PLACEHOLDER = "Write the answer here (and remove this note)."
 EXAMPLES = 3
+PATHS_SHOWN = 5     # of a paths-only call's paths, named in its question
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,16 @@ def gap_reason(row: dict[str, Any], floor: float) -> str | None:
     if unpinned and all(c is not None and c < limit for c in unpinned):
         return LOW_CONFIDENCE
     return None
+
+
+def question(row: dict[str, Any]) -> str:
+    """What a traced call asked, as the gap report shows it: its query, and for context or search given
+    only the work's paths (no query), "paths: a, b" (the paths are the question)."""
+    if (row.get("query") or "").strip() or not row.get("paths"):
+        return row.get("query") or ""
+    shown = row["paths"][:PATHS_SHOWN]
+    more = len(row["paths"]) - len(shown)
+    return "paths: " + ", ".join(shown) + (f" and {more} more" if more > 0 else "")
 
 
 def still_placeholder(body: str) -> bool:

@@ -114,20 +114,26 @@ def build_server(wb, principal: str | None = None, *, caller=None):
                                open_world_hint=False)
 
     @server.tool(title="Search knowledge", annotations=annotations("Search knowledge"),
-                 description="Hybrid (keyword + semantic) search over the fragments you may see. Text: one line "
+                 description="Hybrid (keyword + semantic) search over the fragments you may see. Give `paths` "
+                             "(or a `diff`) of the files you are changing to also find what governs them, each hit "
+                             "with its reason; the query is then optional. Text: one line "
                              "per hit (id@vN, title, kind, confidence, preview), then anti-patterns that match "
                              "under 'Avoid'. Structured: the same as JSON. Use `get` for a full fragment. " + TRACED)
-    def search(query: Query,
+    def search(query: Query | None = None,
                k: Annotated[int, Field(ge=1, le=MAX_K, description="How many hits, 1-100.")] = 10,
                kind: Kind = None, tag: Tag = None, owner: Owner = None, updated_since: Since = None,
                dense_weight: DenseWeight = None, min_confidence: MinConfidence = None, persona: Persona = None,
                archived: Annotated[bool, Field(description="Also search archived fragments (older observations "
                                                "and session summaries compressed into a summary); each such hit "
                                                "is marked archived.")] = False,
+               paths: WorkPaths = None, diff: Diff = None,
                ) -> Annotated[CallToolResult, shapes.SearchOut]:
+        if query is None and paths is None and diff is None:
+            raise ToolError("give a query, paths or a diff (or several)")
+        options = {k: v for k, v in (("paths", paths), ("diff", diff), ("persona", persona)) if v is not None}
         found = tool_call(wb.search, query, principal=me(), k=k, kind=kind, tag=tag, owner=owner,
                           updated_since=updated_since, dense_weight=dense_weight, min_confidence=min_confidence,
-                          include_archived=archived, **({"persona": persona} if persona is not None else {}))
+                          include_archived=archived, **options)
         data = shapes.search_data(found)
         return result(shapes.search_text(data, query), data)
 

@@ -38,6 +38,8 @@ class SearchItem(_Open):
     superseded_by: str | None = Field(None, description="id@vN of the fragment that replaces this one")
     preview: str = Field(description=f"first {PREVIEW_CHARS} characters of the body")
     archived: bool = Field(False, description="archived (found because the search asked for archived fragments)")
+    reason: str | None = Field(None, description="why it was chosen for the work's paths ('applies to "
+                               "services/payments/**', 'cites services/payments/stripe_client.py', ...)")
 
 
 class SearchOut(_Open):
@@ -45,6 +47,7 @@ class SearchOut(_Open):
     hits: list[SearchItem]
     avoid: list[SearchItem] = Field(description="anti-patterns that match: what not to do")
     note: str | None = None
+    paths: list[str] | None = Field(None, description="the work's paths (given `paths` or `diff`), normalised")
 
 
 class ContextItemOut(_Open):
@@ -166,12 +169,15 @@ def search_item(hit) -> dict[str, Any]:
             "score": round(hit.score, 4), "confidence": confidence(hit), "superseded_by": superseded_by(hit),
             "preview": body[:PREVIEW_CHARS] + ("…" if len(body) > PREVIEW_CHARS else ""),
             **({"via": hit.via} if getattr(hit, "via", None) else {}),
-            **({"archived": True} if f.status == "archived" else {})}
+            **({"archived": True} if f.status == "archived" else {}),
+            **({"reason": hit.reason} if getattr(hit, "reason", None) else {})}
 
 
 def search_data(result) -> dict[str, Any]:
     data = {"trace_id": result.trace_id, "hits": [search_item(h) for h in result.hits],
             "avoid": [search_item(h) for h in result.avoid]}
+    if getattr(result, "paths", None) is not None:
+        data["paths"] = list(result.paths)
     note = (getattr(result, "note", None) or (result.settings or {}).get("trace_note"))
     if note:
         data["note"] = note
@@ -188,12 +194,19 @@ def _line(item: dict[str, Any], n: int) -> str:
         parts.append(f"via {item['via']}")
     if item.get("archived"):
         parts.append("archived")
+    if item.get("reason"):
+        parts.append(f"why: {item['reason']}")
     return " · ".join(parts) + " — " + _oneline(item["preview"].rstrip("…"), LINE_PREVIEW_CHARS)
 
 
-def search_text(data: dict[str, Any], query: str) -> str:
+def search_text(data: dict[str, Any], query: str | None) -> str:
     """One line per hit (citation, title, kind, confidence, preview), then the anti-patterns."""
-    lines = [f"{len(data['hits'])} fragments for “{_oneline(query, 80)}”"
+    asked = [f"“{_oneline(query, 80)}”"] if query else []
+    if data.get("paths"):
+        shown = data["paths"][:5]
+        asked.append("paths " + ", ".join(shown) + (f" and {len(data['paths']) - 5} more" if len(data["paths"]) > 5
+                                                    else ""))
+    lines = [f"{len(data['hits'])} fragments for {' with '.join(asked)}"
              + (f" (trace {data['trace_id']})" if data["trace_id"] else "")
              + ". Full text: the `get` tool or the resource workbench://fragment/ID."]
     lines += [_line(item, n) for n, item in enumerate(data["hits"], 1)]

@@ -18,6 +18,7 @@ WRITE = frozenset({"edit", "revert", "pin", "unpin", "verify", "snooze", "add_an
 DISK = {"ingest": ("paths",), "ingest_git": ("path",), "import_bundle": ("folder",), "export_files": ("out",),
         "export_bundle": ("out",), "export_context_bundle": ("out",), "export_agents": ("out",), "eval_golden": ("path",)}
 # parameters of other methods that name files on the server's disk (admin only when given)
-DISK_PARAMS = {"search": ("reranker",), "context": ("reranker", "repo", "diff_range"), "edit_impact": ("golden",)}
+DISK_PARAMS = {"search": ("reranker", "repo", "diff_range"), "context": ("reranker", "repo", "diff_range"),
+               "edit_impact": ("golden",)}
 CONFIG = "config"   # the workspace's configuration (a property of the facade, fetched once by clients)
 METHODS = READ | WRITE | frozenset(DISK) | {CONFIG}

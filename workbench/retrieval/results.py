@@ -50,7 +50,9 @@ def _table_md(headers: list[str], rows: list[list[Any]]) -> str:
 def _hit_row(h: Hit) -> list[Any]:
     s = h.scores
     fmt = lambda v: "" if v is None else (f"{v:.3f}" if isinstance(v, float) else v)  # noqa: E731
-    return [h.rank, h.id, h.fragment.kind, h.fragment.title, f"{h.score:.3f}", "…" if h.confidence is None else f"{h.confidence:.2f}",
+    title = h.fragment.title + (" [archived]" if h.fragment.status == "archived" else "")
+    return [h.rank, h.id, h.fragment.kind, title, f"{h.score:.3f}",
+            "…" if h.confidence is None else f"{h.confidence:.2f}",
             fmt(s.get("lexical")), fmt(s.get("dense")), fmt(s.get("freshness")), fmt(s.get("authority")),
             "📌" if s.get("pinned") else "", str(h.fragment.scope), h.superseded_label() or ""]
 
@@ -67,10 +69,13 @@ class SearchResult:
     avoid: list[Hit]
     stages_ms: dict[str, float] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)
+    paths: list[str] | None = None        # the work's paths (search --paths / --diff), normalised
 
     def to_dict(self) -> dict[str, Any]:
         data = {"trace_id": self.trace_id, "hits": [h.to_dict() for h in self.hits],
                 "avoid": [h.to_dict() for h in self.avoid]}
+        if self.paths is not None:
+            data["paths"] = self.paths
         if self.trace_id is None and self.settings.get("trace_note"):
             data["trace_note"] = self.settings["trace_note"]
         return data

@@ -37,12 +37,12 @@ SCOPE = obj({"org": STR}, repo=nullable(STR), persona=nullable(STR), session=nul
 STAMP = nullable(STR)
 HIT = obj({"id": STR, "version": INT, "title": STR, "kind": STR, "rank": INT, "score": NUM,
            "confidence": nullable(NUM), "scores": OBJ, "scope": SCOPE, "owner": STR, "text": STR},
-          source=nullable(OBJ), updated_at=STAMP, superseded_by=nullable(OBJ))
+          source=nullable(OBJ), updated_at=STAMP, superseded_by=nullable(OBJ), reason=STR, archived=BOOL)
 ITEM = obj({"id": STR, "version": INT, "title": STR, "kind": STR, "score": NUM, "tokens": INT, "text": STR,
             "scope": SCOPE, "owner": STR},
            confidence=nullable(NUM), scores=OBJ, partial=BOOL, sections=ARR, superseded_by=nullable(OBJ))
 SEARCH = obj({"trace_id": nullable(STR), "hits": {"type": "array", "items": HIT},
-              "avoid": {"type": "array", "items": HIT}})
+              "avoid": {"type": "array", "items": HIT}}, paths={"type": "array", "items": STR})
 CONTEXT = obj({"trace_id": nullable(STR), "budget_tokens": INT, "used_tokens": INT,
                "fragments": {"type": "array", "items": ITEM}, "avoid": {"type": "array", "items": ITEM},
                "omitted": {"type": "array", "items": obj({"id": STR})}, "abstained": BOOL},

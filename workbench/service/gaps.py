@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from .. import policy
-from ..curate.gaps import PLACEHOLDER, Gap, GapGroup, GapReport, gap_reason, group_gaps, same_text
+from ..curate.gaps import PLACEHOLDER, Gap, GapGroup, GapReport, gap_reason, group_gaps, question, same_text
 from ..errors import NotFound, UserError
 from ..models import Principal, Scope
 from ..models import utcnow
@@ -125,7 +125,7 @@ class Gaps(Feature):
             scopes = policy.call_scopes(row, caller)
             if within is not None and not any(within.contains(s) for s in scopes):
                 continue
-            out.append(Gap(row["id"], row["created_at"], row["kind"], row["query"], row["principal"], row["scope"],
+            out.append(Gap(row["id"], row["created_at"], row["kind"], question(row), row["principal"], row["scope"],
                            tuple(str(s) for s in scopes), reason))
         return out
 

@@ -166,7 +166,7 @@ class Retrieval(Feature):
         hits, avoid, pin_hits = (received_hits(self.store, principal, h) for h in (hits, avoid, pin_hits))
         return Retrieved(index, ranking, hits, avoid, pin_hits)
 
-    def search(self, query: str, *, principal: str | Principal | None = None, k: int = 10,
+    def search(self, query: str | None = None, *, principal: str | Principal | None = None, k: int = 10,
                pipeline: str = "hybrid", lexical: str = "bm25", fusion: str = "weighted", dense: str = "numpy",
                scope: Scope | str | None = None, min_score: float | None = None, reranker: str | None = None,
                trace: bool = True, now: datetime | None = None, allow_secret: bool = False,
@@ -174,7 +174,9 @@ class Retrieval(Feature):
                owner: str | list[str] | None = None, updated_since: date | str | None = None,
                dense_weight: float | None = None, min_confidence: float | None = None,
                calibrate: bool = True, persona: str | None = None,
-               include_archived: bool = False) -> SearchResult:
+               include_archived: bool = False, paths: list[str] | None = None, diff: str | None = None,
+               diff_range: str | None = None, repo: str | None = None,
+               path_weight: float | None = None) -> SearchResult:
         """Ranked hits and matching anti-patterns ("avoid"), each numbered 1..n, with a per-query
         ``score`` in [0, 1] and a calibrated ``confidence``. Superseded fragments are demoted and
         labelled. Filters (kind, tag, owner, updated_since) narrow the candidates before the k cut;
@@ -184,7 +186,11 @@ class Retrieval(Feature):
         ``calibrate=False`` leaves confidences None, so ``pipeline="bm25"`` needs no model.
         ``persona``: act in that persona (its weights, and its fragments preferred; see ``acting``).
         ``include_archived`` ranks archived fragments too (each hit says so; scope rules unchanged),
-        with the bm25 lexical backend (retrieval/archived.py)."""
+        with the bm25 lexical backend (retrieval/archived.py).
+        ``paths``, ``diff``, ``diff_range`` (``repo``), ``path_weight``: as for ``context``, the fragments
+        linked to the work's files ranked with the query (now optional) by rank/paths.py's rule, each hit
+        with its ``reason`` (service/workpaths.py)."""
+        work = workpaths.work_paths(paths, diff, diff_range, repo)
         who = self.principal(principal)
         within = Scope.coerce(scope)
         floor = _confidence(min_confidence)
@@ -196,6 +202,11 @@ class Retrieval(Feature):
         if check_flag(include_archived) and settings.lexical not in (LEXICAL, "bm25s"):
             raise UserError(f"searching archived fragments uses the {LEXICAL} lexical backend, not "
                             f"{settings.lexical!r}", param="lexical")
+        if work is not None:
+            return workpaths.search_for_work(self, query, work, who, settings, within=within, now=now,
+                                             allow_secret=allow_secret, floor=floor, calibrate=calibrate,
+                                             include_archived=include_archived, repo=repo,
+                                             path_weight=path_weight, trace=trace, not_stored=TRACE_NOT_STORED)
         got = self.retrieve(query, who, settings, within=within, now=now, allow_secret=allow_secret,
                             min_confidence=floor, calibrate=calibrate, include_archived=include_archived)
         hits, avoid = got.hits, got.avoid
@@ -271,9 +282,11 @@ class Retrieval(Feature):
 
     def work_select(self, query: str | None, work: list[str], who: Principal, settings: Settings, *,
                     within: Scope | None, now: datetime, allow_secret: bool = False, floor: float | None = None,
-                    repo: str | None = None, path_weight: float | None = None, with_pins: bool = True):
+                    repo: str | None = None, path_weight: float | None = None, with_pins: bool = True,
+                    for_context: bool = True, calibrate: bool = True, include_archived: bool = False):
         """(pins, hits, avoid, links, weight): what context for the work at hand selects before the
-        budget (evaluation ranks golden ``paths:`` entries with it, pins aside)."""
+        budget (evaluation ranks golden ``paths:`` entries with it, pins aside); ``for_context=False``:
+        what ``search`` with paths ranks (its confidence floor, ``calibrate`` and ``include_archived``)."""
         from ..rank.paths import PATH_WEIGHT, check_weight
 
         weight = PATH_WEIGHT if path_weight is None else check_weight(path_weight)
@@ -281,14 +294,15 @@ class Retrieval(Feature):
         owners = workpaths.code_owners(work, repo, self.config)
         if query:
             got = self.retrieve(query, who, settings, within=within, now=now, allow_secret=allow_secret,
-                                for_context=True, min_confidence=floor)
+                                for_context=for_context, min_confidence=floor, calibrate=calibrate,
+                                include_archived=include_archived)
             index, ranking, pins = got.index, got.ranking, got.pins
-            model = self.calibration()
+            model = self.calibration() if calibrate else None
             hits, avoid, links = workpaths.ranked_for_work(
                 self, got.index, work, who, within, settings, ranking, got.hits, got.avoid, withheld, owners,
-                weight, lambda i: confidences(index, ranking, [i], model)[i])
+                weight, (lambda i: confidences(index, ranking, [i], model)[i]) if calibrate else (lambda i: None))
         else:
-            index = self.search_index()
+            index = self.archive_index() if include_archived else self.search_index()
             pinned = [p for p in self.applicable_pins(who, within, now) if p not in withheld] if with_pins else []
             pins = workpaths.pin_hits(index, pinned, who, within)
             hits, avoid, links = workpaths.ranked_for_work(self, index, work, who, within, settings, None, [], [],
@@ -317,7 +331,7 @@ class Retrieval(Feature):
                            count=self.ws.index.tokens.count, count_many=self.ws.index.tokens.count_many)
         served = ([_served(i.hit, "fragments", i.text, i.tokens) for i in composed.fragments]
                   + [_served(i.hit, "avoid", i.text, i.tokens) for i in composed.avoid])
-        abstained = bool(query) and composed.note == NO_KNOWLEDGE
+        abstained = composed.note == NO_KNOWLEDGE   # paths alone that find nothing abstain too (gaps)
         trace_id = self._trace("context", query or "", who, within, settings, served, now,
                                extra={"budget_tokens": budget, "used_tokens": composed.used,
                                       "omitted": composed.omitted, "min_confidence": floor, "abstained": abstained,

@@ -1,6 +1,7 @@
 """Context for the work at hand: the fragments linked to the files a piece of work touches.
 
-``Retrieval.context(..., paths=, diff=, diff_range=)`` calls this module. It turns what the caller
+``Retrieval.context(..., paths=, diff=, diff_range=)`` and ``Retrieval.search`` (the same arguments) call
+this module. It turns what the caller
 gave (paths, a unified diff's text, a git range read in ``repo``) into normalised repository paths,
 links them to fragments by what those record (source pointers, git-ingested chunks, ``applies_to``
 globs, CODEOWNERS of ``repo``) and ranks the linked fragments with the query's hits by the
@@ -24,6 +25,8 @@ from ..models import Principal, Scope
 from ..rank import paths as rule
 from ..retrieval.pipeline import Hit, Ranking, _hit, _top_score
 
+# A work path holding these is a glob no shell expanded: refused (``[`` is a file's: Next.js' [id].tsx).
+GLOB_CHARS = ("*", "?")
 INGESTED_TAG = "git"   # git ingest tags its chunks "git" (ingest/git.py) and gives them ids "git.…"
 
 
@@ -40,6 +43,10 @@ def work_paths(paths: Any = None, diff: str | None = None, diff_range: str | Non
             paths = [paths]
         if not isinstance(paths, (list, tuple)) or not all(isinstance(p, str) for p in paths):
             raise UserError("paths must be a list of repository paths", param="paths")
+        globbed = next((p for p in paths if any(c in p for c in GLOB_CHARS)), None)
+        if globbed is not None:
+            raise UserError(f"bad path {globbed[:200]!r}: a glob; paths name the files the work touches (let the "
+                            "shell expand a glob, or give --diff)", param="paths")
         given += list(paths)
     if diff is not None:
         given += diff_paths(diff)
@@ -162,3 +169,33 @@ def pin_hits(index, pins: list[str], who: Principal, within: Scope | None) -> li
         if i is not None and visible[i]:
             out.append(Hit(fragment=index.fragment(i), score=1.0, scores={"pinned": True}, rank=0, confidence=None))
     return out
+
+
+def search_for_work(retrieval, query: str | None, work: list[str], who: Principal, settings, *, within: Scope | None,
+                    now, allow_secret: bool, floor: float | None, calibrate: bool, include_archived: bool,
+                    repo: str | None, path_weight: float | None, trace: bool, not_stored: str):
+    """``search`` with the work's paths: the query's hits (if any) merged with the fragments linked to
+    ``work`` and ranked by the rule of rank/paths.py, as ``context`` selects them (pins rank like any
+    hit: no budget to put them first in), each hit with its reason; traced with the paths
+    (``not_stored``: the note when the trace could not be)."""
+    from ..retrieval.results import SearchResult
+    from .served import _served
+
+    if query is not None and not (isinstance(query, str) and query.strip()):
+        query = None     # paths alone are the question
+    _, hits, avoid, links, weight = retrieval.work_select(
+        query, work, who, settings, within=within, now=now, allow_secret=allow_secret, floor=floor, repo=repo,
+        path_weight=path_weight, with_pins=False, for_context=False, calibrate=calibrate,
+        include_archived=include_archived)
+    info = settings.to_dict()
+    extra = {"paths": work, "path_weight": weight, "path_links": len(links),
+             **({"min_confidence": floor} if floor is not None else {}),
+             **({"include_archived": True} if include_archived else {})}
+    info.update(extra)
+    trace_id = None
+    if trace:
+        served = ([_served(h, "hits", query=query) for h in hits] + [_served(h, "avoid", query=query) for h in avoid])
+        trace_id = retrieval._trace("search", query or "", who, within, settings, served, now, extra=extra)
+        if trace_id is None:
+            info["trace_note"] = not_stored
+    return SearchResult(trace_id, query or "", hits, avoid, {}, info, paths=work)

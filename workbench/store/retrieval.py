@@ -346,12 +346,21 @@ class RetrievalQueries(DeferredTraces):
         rows = self._q("SELECT id, created_at, kind, query, principal, scope, settings->>'abstained', "
                        "TRY_CAST(settings->>'min_confidence' AS DOUBLE), "
                        "list_transform(from_json(served, '[\"json\"]'), "
-                       "j -> [j->'scores'->>'pinned', j->>'confidence']) "
+                       "j -> [j->'scores'->>'pinned', j->>'confidence']), CAST(settings->'paths' AS VARCHAR) "
                        "FROM traces WHERE kind IN ('search', 'context') AND created_at >= ? AND created_at <= ? "
                        "ORDER BY created_at, id", [since, until])
         return [{"id": r[0], "created_at": r[1], "kind": r[2], "query": r[3], "principal": r[4], "scope": r[5],
                  "abstained": None if r[6] is None else r[6] == "true", "min_confidence": r[7],
-                 "served": [(p == "true", None if c is None else float(c)) for p, c in r[8]]} for r in rows]
+                 "served": [(p == "true", None if c is None else float(c)) for p, c in r[8]],
+                 "paths": _paths(r[9])} for r in rows]
+
+
+def _paths(text: str | None) -> list[str] | None:
+    """A trace's recorded work paths (``settings.paths``: JSON text), or None."""
+    if not text or text == "null":
+        return None
+    value = json.loads(text)
+    return [p for p in value if isinstance(p, str)] if isinstance(value, list) else None
 
 
 CHECKPOINT_CHECK_S = 5  # an idle trace writer looks at the write-ahead log this often

@@ -17,7 +17,7 @@ import numpy as np
 
 from ...errors import StoreError, UserError
 from ..core import _FRAGMENT_COLS
-from ..retrieval import DIM, _among
+from ..retrieval import DIM, _among, _paths
 from ..rows import VersionWrite
 
 _COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
@@ -237,13 +237,14 @@ class PgQueries:
         rows = self._q("SELECT t.id, t.created_at, t.kind, t.query, t.principal, t.scope, t.settings->>'abstained', "
                        "t.settings->>'min_confidence', (SELECT coalesce(json_agg(json_build_array("
                        "j.value->'scores'->>'pinned', j.value->>'confidence') ORDER BY j.n), '[]') "
-                       "FROM json_array_elements(t.served) WITH ORDINALITY AS j(value, n)) "
+                       "FROM json_array_elements(t.served) WITH ORDINALITY AS j(value, n)), "
+                       "(t.settings->'paths')::text "
                        "FROM traces t WHERE t.kind IN ('search', 'context') AND t.created_at >= ? "
                        "AND t.created_at <= ? ORDER BY t.created_at, t.id", [since, until])
         return [{"id": r[0], "created_at": r[1], "kind": r[2], "query": r[3], "principal": r[4], "scope": r[5],
                  "abstained": None if r[6] is None else r[6] == "true", "min_confidence": _float(r[7]),
-                 "served": [(p == "true", None if c is None else float(c)) for p, c in json.loads(r[8])]}
-                for r in rows]
+                 "served": [(p == "true", None if c is None else float(c)) for p, c in json.loads(r[8])],
+                 "paths": _paths(r[9])} for r in rows]
 
     # -- curation ---------------------------------------------------------------------------
 
