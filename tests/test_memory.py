@@ -113,11 +113,11 @@ def test_storing_vectors_costs_memory_near_their_size(backend_config, tmp_path):
 
 
 @pytest.mark.slow
-def test_ingest_then_warm_peaks_within_its_resident_size(tmp_path):
+def test_ingest_then_warm_peaks_within_its_resident_size(backend_config, tmp_path):
     """The sample's 216 fragments ingested, then ``warm()`` embeds them (model loaded first, as a
     face does): the peak stays within 24 MB of the resident size after it (0-1.4 MB measured; the
     vectors' insert went 52-55 MB above it here, 65-110 MB for SciFact's 256-text batches)."""
-    out = _run(_WARM, str(tmp_path / "ws"), str(SAMPLE / "workbench.yaml"), str(SAMPLE / "fragments"))
+    out = _run(_WARM, str(tmp_path / "ws"), str(backend_config), str(SAMPLE / "fragments"))
     assert out["warmed"]["embedded"] >= 200, out
     assert out["after"]["VmHWM"] - out["after"]["VmRSS"] < 24, out
     assert out["after"]["VmHWM"] / out["after"]["VmRSS"] <= 1.2, out
