@@ -19,10 +19,12 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import StoreError
 from .rows import text_column
 from .tracequeue import _INSERT_TRACE, DeferredTraces
 
 DIM = 384
+PUT_ROWS = 1024  # vectors in one INSERT at most (put_embeddings)
 
 
 def vector_literal(vector: np.ndarray) -> str:
@@ -88,21 +90,39 @@ class RetrievalQueries(DeferredTraces):
         return self._q("SELECT count(*) FROM embeddings WHERE model = ?", [model])[0][0]
 
     def put_embeddings(self, model: str, hashes: list[str], matrix: np.ndarray) -> bool:
-        """Store vectors; False when nothing was stored (none given, or a read-only workspace)."""
+        """Store vectors; False when nothing was stored (none given, or a read-only workspace).
+
+        DuckDB reads the vectors as a long table (row, dimension, value) and groups it back into
+        ``FLOAT[384]``s; the text hashes come in a table of their own, one row per vector, joined
+        on the row number. Repeating each hash 384 times in the long table (as before) made DuckDB
+        dictionary-encode 98k strings (``np.unique``) and group by them: +65-110 MB for 256 vectors,
+        +1.3 GB for 4,096, and the peak of an ingest's ``warm()`` (BENCHMARKS.md, issue 31).
+        At most ``PUT_ROWS`` vectors go in one statement, so the transient memory is bounded."""
         if not hashes or not self.can_store_derived():
             return False
         matrix = np.ascontiguousarray(matrix, dtype=np.float32)
-        n, dim = matrix.shape
-        batch = {"h": np.repeat(text_column(hashes), dim),
-                 "i": np.tile(np.arange(dim), n), "x": matrix.ravel()}
-
-        def insert(emb_batch=batch):  # DuckDB's replacement scan reads ``emb_batch`` from this frame
-            return self.con.execute(f"INSERT OR IGNORE INTO embeddings SELECT h, ?, list(x ORDER BY i)::FLOAT[{DIM}] "
-                                    "FROM emb_batch GROUP BY h", [model])
-
+        if matrix.ndim != 2 or matrix.shape[1] != DIM:
+            raise StoreError(f"an embedding must have {DIM} dimensions, not {matrix.shape[1:]}")
+        if matrix.shape[0] != len(hashes):
+            raise StoreError(f"{len(hashes)} text hashes for {matrix.shape[0]} vectors")
         with self.transaction():
-            self._guard(insert)
+            for start in range(0, len(hashes), PUT_ROWS):
+                self._put_vectors(model, hashes[start:start + PUT_ROWS], matrix[start:start + PUT_ROWS])
         return True
+
+    def _put_vectors(self, model: str, hashes: list[str], matrix: np.ndarray) -> None:
+        n, dim = matrix.shape
+        values = {"r": np.repeat(np.arange(n, dtype=np.int32), dim), "i": np.tile(np.arange(dim, dtype=np.int16), n),
+                  "x": matrix.ravel()}
+        keys = {"r": np.arange(n, dtype=np.int32), "h": text_column(hashes)}
+
+        def insert(emb_values=values, emb_keys=keys):  # DuckDB's replacement scan reads these from this frame
+            return self.con.execute(
+                "INSERT OR IGNORE INTO embeddings SELECT emb_keys.h, ?, v.vector FROM "
+                f"(SELECT r, list(x ORDER BY i)::FLOAT[{DIM}] AS vector FROM emb_values GROUP BY r) v "
+                "JOIN emb_keys USING (r)", [model])
+
+        self._guard(insert)
 
     # -- DuckDB-native dense path (exact scan), kept for comparison and SQL users ---------
     # (the benchmark's unfiltered scan and HNSW probe are its own: benchmarks/bench_sql.py)

@@ -147,6 +147,8 @@ class PgQueries:
         matrix = np.ascontiguousarray(matrix, dtype=np.float32)
         if matrix.shape[1] != DIM:
             raise StoreError(f"an embedding must have {DIM} dimensions, not {matrix.shape[1]}")
+        if matrix.shape[0] != len(hashes):
+            raise StoreError(f"{len(hashes)} text hashes for {matrix.shape[0]} vectors")
         payload = _binary_vectors(hashes, model, matrix)
 
         def write(con):
